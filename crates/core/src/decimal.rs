@@ -274,7 +274,7 @@ fn write_scaled(mantissa: i128, scale: u8, out: &mut Vec<u8>) {
         return;
     }
     let mut digits = scale;
-    while frac % 10 == 0 {
+    while frac.is_multiple_of(10) {
         frac /= 10;
         digits -= 1;
     }
