@@ -1,1 +1,44 @@
-fn main() {}
+//! `ticktrade`: one binary, one subcommand per capability.
+//!
+//! Owns: argument parsing, wiring of the library crates, and reporting errors with context.
+//! Each subcommand lives in its own module with its own `Args` and `run`.
+
+use clap::{Parser, Subcommand};
+
+mod bench;
+mod hl;
+mod replay;
+
+#[derive(Parser, Debug)]
+#[command(name = "ticktrade", version, about = "Low-latency crypto trading: Deribit gateway and shell, full-depth books, market-data servers, an embedded Deribit-compatible exchange.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Rebuild every book from a recorded Deribit WebSocket session and print them.
+    Replay(replay::Args),
+    /// Benchmarks: ticktrade beside a baseline measured in the same run.
+    Bench(bench::Args),
+    /// Hyperliquid order-book server fed from hl-node's data files (and its tools).
+    Hl(hl::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::Replay(args)) => replay::run(args),
+        Some(Command::Bench(args)) => bench::run(args),
+        Some(Command::Hl(args)) => hl::run(args),
+        None => replay::run_demo(),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

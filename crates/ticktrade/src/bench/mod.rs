@@ -1,0 +1,23 @@
+//! `ticktrade bench …`: each benchmark measures ticktrade and a baseline in the same run.
+
+use std::process::ExitCode;
+
+mod book;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    which: Which,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Which {
+    /// L2 book delta apply vs a BTreeMap baseline, aggregation cost, deep-book cost.
+    Book(book::Args),
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.which {
+        Which::Book(args) => book::run(args),
+    }
+}
