@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs ticktrade's whole test suite on a fresh machine: formatting, lints, every Rust test
+# (unit, property, replay, integration on loopback), and the third-party-client tests.
+# Whatever it needs beyond Rust it installs itself, pinned, into the project (./.venv).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain"
+cargo --version
+rustc --version
+
+step "format check"
+cargo fmt --all -- --check
+
+step "clippy (all targets, warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "build the binary the integration tests start"
+cargo build --locked --release -p ticktrade
+
+step "cargo test (workspace)"
+cargo test --workspace --locked
+
+if [ -f tests/python/requirements.txt ] && compgen -G "tests/python/test_*.py" >/dev/null; then
+    step "third-party clients (Python, project-local venv)"
+    ./tests/python/setup.sh
+    TICKTRADE_BIN="$PWD/target/release/ticktrade" .venv/bin/python -m pytest -q tests/python
+fi
+
+step "all tests passed"
