@@ -1,1 +1,21 @@
-//! (being written)
+//! Deribit API v2 on the wire: JSON-RPC envelopes both ways, the order-book notification codec,
+//! instrument specs, channel names, error codes and request signatures.
+//!
+//! Owns: every byte ticktrade sends to or reads from Deribit (and what the simulator and the
+//! fan-out server send as Deribit), and the exact conversion of Deribit's JSON numbers into
+//! `Decimal`/`Price`/`Qty`.
+//! Must not: do I/O, read a clock, spawn threads, or pass a price or amount through `f64`.
+//! Decoders borrow from the caller's frame and fill caller-owned buffers; encoders append to a
+//! caller-owned `Vec<u8>`.
+//!
+//! # Layout
+//! - `envelope`: JSON-RPC 2.0 requests, responses, notifications and heartbeats, both sides.
+//! - `book`: `book.{instrument}.{interval}` and grouped book notifications, decode and encode.
+//! - `instrument`: `public/get_instruments` results → `InstrumentSpec`.
+//! - `channel`: subscription channel names, parsed and formatted.
+//! - `error`: Deribit's RPC error codes and the JSON-RPC ones.
+//! - `signature`: `client_signature` and `deri-hmac-sha256`, and the `Secret` newtype.
+//! - `api`: typed method params and results.
+//! - `scan` (private): the small JSON scanner the hand decoders share.
+
+pub mod api;

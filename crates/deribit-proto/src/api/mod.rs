@@ -1,0 +1,1 @@
+//! Typed method params and results (owned by the simulator work; being written).
