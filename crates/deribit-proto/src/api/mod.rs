@@ -1,1 +1,24 @@
-//! Typed method params and results (owned by the simulator work; being written).
+//! Typed Deribit API v2 method params, results and notification payloads, both directions.
+//!
+//! Owns: the serde shapes of what travels inside the JSON-RPC envelope (`params` of a request,
+//! `result` of a response, `params.data` of a subscription notification), with Deribit's own
+//! field names. The simulator decodes requests into the `*Params` types and encodes the
+//! result/notification types; a client does the opposite with the same types.
+//! Must not: know about sockets, sessions, the envelope (`id`, `usIn`…) or matching; hold a
+//! float for a price or amount (numbers are [`Num`], exact decimals written as JSON numbers).
+//!
+//! # Layout
+//! - `num`: [`Num`], an exact decimal that reads and writes as a JSON number.
+//! - `params`: request params per method (`BuyParams`, `EditParams`, `AuthParams`…).
+//! - `objects`: result and notification objects (`Order`, `UserTrade`, `Position`, `Ticker`…).
+//! - `market`: public market-data results (`Instrument`, `OrderBook`, `BookSummary`…).
+
+mod market;
+mod num;
+mod objects;
+mod params;
+
+pub use market::*;
+pub use num::Num;
+pub use objects::*;
+pub use params::*;

@@ -1,0 +1,85 @@
+//! [`Num`]: an exact decimal carried as a JSON number, never through `f64`.
+//!
+//! Owns: reading a JSON number (or a numeric string, as HTTP query strings carry them) into a
+//! `ticktrade_core::Decimal`, and writing it back as a bare JSON number.
+//! Must not: round. A number that `Decimal` cannot hold exactly is a decode error.
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use ticktrade_core::Decimal;
+
+/// An exact decimal that (de)serialises as a JSON number (`202.8`, `7.766e-05`, `21`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Num(pub Decimal);
+
+impl Num {
+    pub const ZERO: Num = Num(Decimal::ZERO);
+
+    pub const fn int(value: i64) -> Num {
+        Num(Decimal::from_int(value))
+    }
+
+    pub fn parse(text: &str) -> Option<Num> {
+        Decimal::parse(text).ok().map(Num)
+    }
+}
+
+impl Default for Num {
+    fn default() -> Num {
+        Num::ZERO
+    }
+}
+
+impl From<Decimal> for Num {
+    fn from(value: Decimal) -> Num {
+        Num(value)
+    }
+}
+
+impl std::fmt::Display for Num {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Serialize for Num {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let raw = RawValue::from_string(self.0.to_string()).map_err(serde::ser::Error::custom)?;
+        raw.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Num {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Num, D::Error> {
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        let text = raw.get();
+        // Query strings and some clients send numbers as strings ("10"); accept those too.
+        let text = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(text);
+        Decimal::parse(text).map(Num).map_err(|_| D::Error::custom("invalid format"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_exactly() {
+        for text in ["202.8", "21", "0.0005", "-0.0001", "123456789.123456789"] {
+            let num: Num = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::to_string(&num).unwrap(), text);
+        }
+        let num: Num = serde_json::from_str("7.766e-05").unwrap();
+        assert_eq!(serde_json::to_string(&num).unwrap(), "0.00007766");
+        let num: Num = serde_json::from_str("\"10.5\"").unwrap();
+        assert_eq!(num, Num::parse("10.5").unwrap());
+    }
+
+    #[test]
+    fn rejects_non_numbers() {
+        assert!(serde_json::from_str::<Num>("true").is_err());
+        assert!(serde_json::from_str::<Num>("\"abc\"").is_err());
+        assert!(serde_json::from_str::<Num>("null").is_err());
+    }
+}
