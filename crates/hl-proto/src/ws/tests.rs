@@ -1,0 +1,152 @@
+use super::*;
+
+fn example(name: &str) -> String {
+    let path = format!("{}/../../testdata/hyperliquid/examples/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn value(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap()
+}
+
+#[test]
+fn decodes_every_documented_request() {
+    for name in [
+        "ws.subscribe.l2Book.minimal.json",
+        "ws.subscribe.l2Book.nSigFigs5.mantissa5.json",
+        "ws.subscribe.trades.json",
+        "ws.subscribe.l4Book.json",
+        "ws.unsubscribe.trades.json",
+        "ws.ping.json",
+        "ws.post.l2Book.request.json",
+    ] {
+        let text = example(name);
+        ClientMessage::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    let text = example("ws.subscribe.l2Book.nSigFigs5.mantissa5.json");
+    let ClientMessage::Subscribe { subscription } = ClientMessage::parse(&text).unwrap() else { panic!() };
+    let Subscription::L2Book { n_sig_figs, mantissa, n_levels, fast, .. } = subscription else { panic!() };
+    assert_eq!(L2Params::new(n_sig_figs, mantissa, n_levels, fast).unwrap().variant, L2Variant::Sig5 { mantissa: 5 });
+    let text = example("ws.post.l2Book.request.json");
+    let ClientMessage::Post { id, request } = ClientMessage::parse(&text).unwrap() else { panic!() };
+    assert_eq!((id, request.kind.as_str()), (123, "info"));
+}
+
+#[test]
+fn parse_error_uses_documented_wording() {
+    let text = r#"{"method":"subscribe","subscription":{"type":"l2Book"}}"#;
+    assert!(ClientMessage::parse(text).is_err());
+    assert_eq!(value(&error_frame(&errors::parse(text))), value(&example("ws.error.parse.json")));
+}
+
+#[test]
+fn validation_matches_docs() {
+    let ok = |s, m, n| L2Params::new(s, m, n, None).is_some();
+    assert!(ok(None, None, None));
+    assert!(ok(Some(5), Some(1), None));
+    assert!(ok(Some(2), None, Some(100)));
+    assert!(ok(Some(3), None, Some(20)));
+    assert!(!ok(Some(4), Some(2), None));
+    assert!(!ok(None, Some(5), None));
+    assert!(!ok(Some(6), None, None));
+    assert!(!ok(Some(1), None, None));
+    assert!(!ok(Some(5), Some(3), None));
+    assert!(!ok(None, None, Some(101)));
+    assert!(!ok(None, None, Some(0)));
+    assert_eq!(L2Params::new(None, None, None, Some(true)).unwrap().n_levels, 5);
+    for (i, v) in L2Variant::ALL.iter().enumerate() {
+        assert_eq!(v.index(), i);
+        assert_eq!(
+            L2Variant::from_params(v.n_sig_figs(), Some(v.mantissa())).or(L2Variant::from_params(v.n_sig_figs(), None)),
+            Some(*v)
+        );
+    }
+}
+
+#[test]
+fn responses_match_examples() {
+    let sub = Subscription::L2Book { coin: "BTC".into(), n_sig_figs: None, mantissa: None, n_levels: None, fast: None };
+    assert_eq!(value(&subscription_response(true, &sub)), value(&example("ws.subscriptionResponse.l2Book.json")));
+    let trades = Subscription::Trades { coin: "BTC".into() };
+    assert_eq!(
+        value(&subscription_response(false, &trades)),
+        value(&example("ws.subscriptionResponse.unsubscribe.trades.json"))
+    );
+    assert_eq!(
+        value(&error_frame(&errors::already(true, &trades.to_json()))),
+        value(&example("ws.error.already_subscribed.json"))
+    );
+    assert_eq!(value(pong()), value(&example("ws.pong.json")));
+    let one =
+        Subscription::L2Book { coin: "BTC".into(), n_sig_figs: Some(5), mantissa: Some(1), n_levels: None, fast: None };
+    let null =
+        Subscription::L2Book { coin: "BTC".into(), n_sig_figs: Some(5), mantissa: None, n_levels: None, fast: None };
+    assert_eq!(one.normalised(), null);
+}
+
+#[test]
+fn l2_frame_round_trips_the_documented_message() {
+    let doc = value(&example("ws.l2Book.message.json"));
+    let units = Units { px: Decimal::new(1, 1).unwrap(), sz: Decimal::new(1, 5).unwrap() };
+    let side = |i: usize| -> Vec<UnitLevel> {
+        doc["data"]["levels"][i]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| UnitLevel {
+                px: Decimal::parse(l["px"].as_str().unwrap()).unwrap().to_units(units.px).unwrap(),
+                sz: Decimal::parse(l["sz"].as_str().unwrap()).unwrap().to_units(units.sz).unwrap(),
+                n: l["n"].as_u64().unwrap() as u32,
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    let coin = doc["data"]["coin"].as_str().unwrap();
+    write_l2_frame(&mut out, coin, doc["data"]["time"].as_u64().unwrap(), units, &side(0), &side(1));
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&out).unwrap(), doc);
+    let mut book = Vec::new();
+    write_ws_book(
+        &mut book,
+        "ETH",
+        1_754_450_974_231,
+        units,
+        &[UnitLevel { px: 30071, sz: 279_540, n: 1 }],
+        &[UnitLevel { px: 30401, sz: 394_990, n: 1 }],
+    );
+    let reply = post_l2_response(123, std::str::from_utf8(&book).unwrap());
+    assert_eq!(value(&reply), value(&example("ws.post.l2Book.response.json")));
+}
+
+#[test]
+fn l4_frames_match_examples() {
+    use crate::node::{Batch, BookDiff, OrderStatus};
+    let updates = value(&example("ws.l4Book.updates.message.json"));
+    let diff_line = example("node_raw_book_diffs_by_block.line.json");
+    let batch = Batch::parse(diff_line.trim()).unwrap();
+    let diffs: Vec<BookDiff<'_>> = batch.events.iter().map(|e| serde_json::from_str(e.get()).unwrap()).collect();
+    let status_line = value(&example("node_order_statuses_by_block.line.trimmed.json")).to_string();
+    let batch = Batch::parse(&status_line).unwrap();
+    let statuses: Vec<OrderStatus<'_>> = batch.events.iter().map(|e| serde_json::from_str(e.get()).unwrap()).collect();
+    let kept: Vec<L4Status<'_>> =
+        statuses.iter().filter(|s| s.status != "badAloPxRejected").map(L4Status::from_node).collect();
+    let l4_diffs: Vec<L4Diff<'_>> = diffs.iter().map(L4Diff::from_node).collect();
+    let frame = l4_updates_frame(1_777_582_003_304, 978_995_377, &kept, &l4_diffs);
+    assert_eq!(value(&frame), updates);
+
+    let snapshot = value(&example("ws.l4Book.snapshot.message.json"));
+    let body = &snapshot["data"]["Snapshot"];
+    let orders: Vec<Vec<String>> =
+        (0..2).map(|i| body["levels"][i].as_array().unwrap().iter().map(|o| o.to_string()).collect()).collect();
+    #[derive(serde::Deserialize)]
+    struct WithUser<'a> {
+        user: &'a str,
+        #[serde(flatten, borrow)]
+        order: crate::node::NodeOrder<'a>,
+    }
+    let parsed: Vec<Vec<WithUser<'_>>> =
+        orders.iter().map(|side| side.iter().map(|o| serde_json::from_str(o).unwrap()).collect()).collect();
+    let l4: Vec<Vec<L4Order<'_>>> =
+        parsed.iter().map(|side| side.iter().map(|o| L4Order::from_node(Some(o.user), &o.order)).collect()).collect();
+    let frame = l4_snapshot_frame("BTC", 1_777_582_003_304, 978_995_377, &l4[0], &l4[1]);
+    assert_eq!(value(&frame), snapshot);
+}
