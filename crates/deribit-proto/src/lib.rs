@@ -19,3 +19,12 @@
 //! - `scan` (private): the small JSON scanner the hand decoders share.
 
 pub mod api;
+pub mod book;
+pub mod envelope;
+pub mod error;
+pub mod instrument;
+mod scan;
+
+pub use book::{Action, BookHeader, BookKind, BookSink, DecimalLevel, LevelUpdate, decode_book, decode_book_units};
+pub use envelope::{Heartbeat, Id, Incoming, Notification, Response, RpcError, classify, encode_request};
+pub use scan::DecodeError;
