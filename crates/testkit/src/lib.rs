@@ -1,1 +1,24 @@
-//! (being written)
+//! Test helpers every ticktrade crate may dev-depend on: a per-thread allocation counter and
+//! loaders for the recorded data in the repository's `testdata/`.
+//!
+//! Owns: `CountingAlloc` (proves "no allocation on the hot path") and the paths and formats of
+//! `testdata/` (`deribit/examples/`, `hyperliquid/examples/`, `*.frames.jsonl` recordings).
+//! Must not: depend on any other ticktrade crate (it is a leaf, so there are no dev-dependency
+//! cycles; the tidy test checks it), or be a normal dependency of anything.
+//!
+//! Loaders panic with the path in the message when a file is missing or malformed: they run only
+//! in tests, where a missing vector is a failed test.
+//!
+//! # Layout
+//! - `alloc`: `CountingAlloc`, a `GlobalAlloc` over `System` with thread-local counters.
+//! - `data`: `testdata`, `read_testdata`, `deribit_vector`, `hl_vector`, `vector_names`,
+//!   `recorded_frames`, `recorded_frame_lines`.
+
+pub mod alloc;
+pub mod data;
+
+pub use alloc::{AllocCount, CountingAlloc};
+pub use data::{
+    Direction, RecordedFrame, deribit_vector, hl_vector, read_testdata, recorded_frame_lines, recorded_frames,
+    testdata, vector_names,
+};
