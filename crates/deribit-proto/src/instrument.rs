@@ -12,9 +12,9 @@
 //! (10 USD for BTC-PERPETUAL, 0.1 BTC for BTC options, 0.001 BTC for BTC_USDC-PERPETUAL).
 //! Book amounts are sums of order amounts, so they are multiples of it too.
 //!
-//! Settlement: `instrument_type`/`future_type` (`reversed` → inverse, `linear` → linear);
-//! older replies without either are inverse when prices are quoted in USD (futures) or in the
-//! base coin (options), else linear; spot is linear.
+//! Settlement: `instrument_type`/`future_type` (`reversed` → inverse, `linear` → linear).
+//! Older replies without either (2021 options) are inverse when settled in the base coin, or,
+//! without `settlement_currency`, when quoted in USD or the base coin; spot is linear.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -161,14 +161,14 @@ fn to_spec(raw: RawInstrument<'_>, id: InstrumentId) -> Result<InstrumentSpec, I
         Some("reversed") => Settlement::Inverse,
         Some("linear") => Settlement::Linear,
         Some(other) => return Err(unknown("instrument_type", other)),
-        None => match kind {
-            InstrumentKind::Spot => Settlement::Linear,
-            InstrumentKind::Option | InstrumentKind::OptionCombo if raw.quote_currency == raw.base_currency => {
-                Settlement::Inverse
-            }
-            InstrumentKind::Future | InstrumentKind::FutureCombo if raw.quote_currency == "USD" => Settlement::Inverse,
-            _ => Settlement::Linear,
-        },
+        None if kind == InstrumentKind::Spot => Settlement::Linear,
+        None => {
+            let coin_settled = match raw.settlement_currency.as_deref() {
+                Some(currency) => currency == raw.base_currency,
+                None => raw.quote_currency == "USD" || raw.quote_currency == raw.base_currency,
+            };
+            if coin_settled { Settlement::Inverse } else { Settlement::Linear }
+        }
     };
     let settlement_currency = raw.settlement_currency.clone().unwrap_or_else(|| match settlement {
         Settlement::Inverse => raw.base_currency.clone(),

@@ -20,10 +20,12 @@
 
 pub mod api;
 pub mod book;
+pub mod channel;
 pub mod envelope;
 pub mod error;
 pub mod instrument;
 mod scan;
+pub mod signature;
 
 pub use book::{Action, BookHeader, BookKind, BookSink, DecimalLevel, LevelUpdate, decode_book, decode_book_units};
 pub use envelope::{Heartbeat, Id, Incoming, Notification, Response, RpcError, classify, encode_request};

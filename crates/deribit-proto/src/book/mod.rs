@@ -16,27 +16,11 @@ mod encode;
 
 pub use encode::{encode_book, encode_book_units};
 
-use ticktrade_core::{Decimal, InstrumentSpec, NumberError, Price, Qty, Side};
+use ticktrade_core::{Decimal, InstrumentSpec, NumberError, Side};
 
 use crate::scan::{DecodeError, Scanner, offset};
 
-// Stand-ins with the agreed `ticktrade_book::l2` definitions, until that module lands.
-/// What an entry does to its price level.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Action {
-    New,
-    Change,
-    Delete,
-}
-
-/// One level update in an instrument's units.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LevelUpdate {
-    pub side: Side,
-    pub action: Action,
-    pub price: Price,
-    pub qty: Qty,
-}
+pub use ticktrade_book::l2::{Action, LevelUpdate};
 
 /// What a book notification is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -185,11 +185,14 @@ pub fn classify(frame: &str) -> Result<Incoming<'_>, EnvelopeError> {
                 _ => Err(EnvelopeError::Shape("heartbeat of unknown type")),
             }
         }
-        Some(_) => Err(EnvelopeError::Shape("a request, not a response or notification")),
-        None => {
+        // Some documented responses echo the request's `method`; `result`/`error` decide.
+        method => {
             let outcome = match (raw.error, raw.result) {
                 (Some(error), _) => Err(error),
                 (None, Some(result)) => Ok(result),
+                (None, None) if method.is_some() => {
+                    return Err(EnvelopeError::Shape("a request, not a response or notification"));
+                }
                 (None, None) => return Err(EnvelopeError::Shape("neither result, error nor method")),
             };
             Ok(Incoming::Response(Response {
