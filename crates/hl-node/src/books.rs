@@ -1,0 +1,332 @@
+//! L4 books for every coin, loaded from a snapshot and advanced one block at a time from the
+//! block's order statuses and raw book diffs.
+//!
+//! Owns: one `L4Book` per coin with each order's details, the height/time of the last applied
+//! block, per-coin `stale` flags, and the apply rules of REFERENCE §3.1 (diff `px` and `sz` are
+//! authoritative; any `open`/`triggered` status may rest, the `new` diff decides; triggered and
+//! Ioc residuals rest as `Gtc`).
+//! Must not: read files, parse a whole line, run a matching engine, or resync by itself. A diff
+//! that cannot be applied marks only its coin stale (its book is cleared and ignored until the
+//! next snapshot); the other coins carry on.
+
+use std::collections::HashMap;
+
+use ticktrade_book::l4::{L4Book, Order};
+use ticktrade_core::{Price, Qty, Side, Utc};
+use ticktrade_hl_proto::info::CoinMeta;
+use ticktrade_hl_proto::node::{BookDiff, NodeOrder, OrderStatus, RawBookDiff, is_bid};
+use ticktrade_hl_proto::snapshot::Snapshot;
+use ticktrade_hl_proto::ws::{L4Order, write_hl_decimal};
+
+use crate::coins::{CoinId, CoinTable};
+
+/// What an order on the book keeps besides id, side, price and size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderMeta {
+    pub user: Box<str>,
+    pub timestamp: u64,
+    pub trigger_condition: Box<str>,
+    pub is_position_tpsl: bool,
+    pub reduce_only: bool,
+    pub order_type: Box<str>,
+    pub tif: Option<Box<str>>,
+    pub cloid: Option<Box<str>>,
+}
+
+impl OrderMeta {
+    fn from_node(user: &str, order: &NodeOrder<'_>) -> OrderMeta {
+        OrderMeta {
+            user: user.into(),
+            timestamp: order.timestamp,
+            trigger_condition: (*order.trigger_condition).into(),
+            is_position_tpsl: order.is_position_tpsl,
+            reduce_only: order.reduce_only,
+            order_type: (*order.order_type).into(),
+            tif: order.tif.map(Into::into),
+            cloid: order.cloid.map(Into::into),
+        }
+    }
+}
+
+/// One coin's book.
+#[derive(Debug, Default)]
+pub struct CoinBook {
+    pub book: L4Book<OrderMeta>,
+    /// Set when an event for this coin could not be applied; cleared by the next snapshot.
+    pub stale: bool,
+}
+
+/// Why an event could not be applied.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    #[error("{coin}: bad number in event for oid {oid}")]
+    BadNumber { coin: String, oid: u64 },
+    #[error("{coin}: new diff for oid {oid} has no open/triggered status in the block")]
+    MissingStatus { coin: String, oid: u64 },
+    #[error("{coin}: {source}")]
+    Book { coin: String, source: ticktrade_book::l4::L4Error },
+    #[error("{coin}: bad side in diff for oid {oid}")]
+    BadSide { coin: String, oid: u64 },
+}
+
+/// Every coin's book and the block they reflect.
+#[derive(Debug, Default)]
+pub struct Books {
+    pub coins: CoinTable,
+    books: Vec<CoinBook>,
+    height: u64,
+    time: Utc,
+    /// Height at which each coin last changed, to list changed coins without allocation.
+    changed_at: Vec<u64>,
+}
+
+/// Result of applying one block.
+#[derive(Debug, Default)]
+pub struct BlockOutcome {
+    /// Coins whose book changed, in first-change order.
+    pub changed: Vec<CoinId>,
+    /// Coins that became stale in this block, with the reason.
+    pub errors: Vec<(CoinId, ApplyError)>,
+}
+
+impl Books {
+    pub fn new(coins: &[CoinMeta]) -> Books {
+        Books { coins: CoinTable::from_meta(coins), ..Books::default() }
+    }
+
+    pub fn height(&self) -> u64 {
+        self.height
+    }
+
+    pub fn time(&self) -> Utc {
+        self.time
+    }
+
+    pub fn book(&self, coin: CoinId) -> Option<&CoinBook> {
+        self.books.get(coin.0 as usize)
+    }
+
+    fn ensure(&mut self, coin: CoinId) {
+        let n = coin.0 as usize + 1;
+        if self.books.len() < n {
+            self.books.resize_with(n, CoinBook::default);
+            self.changed_at.resize(n, 0);
+        }
+    }
+
+    pub fn coin_id(&mut self, name: &str) -> CoinId {
+        let id = self.coins.id_or_insert(name);
+        self.ensure(id);
+        id
+    }
+
+    /// Marks a coin stale (a damaged line touched it): its book is dropped until a snapshot.
+    pub fn mark_stale(&mut self, coin: CoinId) {
+        self.ensure(coin);
+        let book = &mut self.books[coin.0 as usize];
+        book.stale = true;
+        book.book.clear();
+    }
+
+    /// Marks every coin stale (a block was lost).
+    pub fn mark_all_stale(&mut self) {
+        for i in 0..self.books.len() {
+            self.mark_stale(CoinId(i as u32));
+        }
+    }
+
+    /// Replaces every book by the snapshot's; all coins become fresh. `time` is the snapshot's
+    /// block time when known.
+    pub fn load_snapshot(&mut self, snapshot: &Snapshot<'_>, time: Utc) -> Result<(), ApplyError> {
+        for book in &mut self.books {
+            book.book.clear();
+            book.stale = false;
+        }
+        for coin in &snapshot.1 {
+            let id = self.coin_id(&coin.0);
+            let spec = self.coins.spec(id).clone();
+            let book = &mut self.books[id.0 as usize].book;
+            for (entries, side) in [(&coin.1.0, Side::Buy), (&coin.1.1, Side::Sell)] {
+                for entry in entries {
+                    let order = &entry.1;
+                    let bad = || ApplyError::BadNumber { coin: spec.name.clone(), oid: order.oid };
+                    let px = spec.parse_px(order.limit_px).ok_or_else(bad)?;
+                    let sz = spec.parse_sz(order.sz).ok_or_else(bad)?;
+                    if sz.is_zero() {
+                        continue;
+                    }
+                    book.add(order.oid, side, px, sz, OrderMeta::from_node(entry.0, order))
+                        .map_err(|source| ApplyError::Book { coin: spec.name.clone(), source })?;
+                }
+            }
+        }
+        self.height = snapshot.height();
+        self.time = time;
+        Ok(())
+    }
+
+    /// Applies block `height` (the caller guarantees order). `statuses` and `diffs` are the
+    /// block's decoded events; events of stale coins are skipped.
+    pub fn apply_block(
+        &mut self,
+        height: u64,
+        time: Utc,
+        statuses: &[OrderStatus<'_>],
+        diffs: &[BookDiff<'_>],
+    ) -> BlockOutcome {
+        let mut outcome = BlockOutcome::default();
+        let mut resting: HashMap<u64, &OrderStatus<'_>> = HashMap::with_capacity(statuses.len());
+        for status in statuses {
+            if status.may_rest() {
+                resting.insert(status.order.oid, status);
+            }
+        }
+        for diff in diffs {
+            let coin = self.coin_id(&diff.coin);
+            if self.books[coin.0 as usize].stale {
+                continue;
+            }
+            match self.apply_diff(coin, diff, &resting) {
+                Ok(()) => {
+                    if self.changed_at[coin.0 as usize] != height {
+                        self.changed_at[coin.0 as usize] = height;
+                        outcome.changed.push(coin);
+                    }
+                }
+                Err(err) => {
+                    self.mark_stale(coin);
+                    outcome.errors.push((coin, err));
+                }
+            }
+        }
+        self.height = height;
+        self.time = time;
+        outcome
+    }
+
+    fn apply_diff(
+        &mut self,
+        coin: CoinId,
+        diff: &BookDiff<'_>,
+        resting: &HashMap<u64, &OrderStatus<'_>>,
+    ) -> Result<(), ApplyError> {
+        let spec = self.coins.spec(coin);
+        let name = || spec.name.clone();
+        let px = spec.parse_px(diff.px).ok_or_else(|| ApplyError::BadNumber { coin: name(), oid: diff.oid })?;
+        let book = &mut self.books[coin.0 as usize].book;
+        let book_err = |source| ApplyError::Book { coin: spec.name.clone(), source };
+        match diff.raw_book_diff {
+            RawBookDiff::New { sz } => {
+                let sz = spec.parse_sz(sz).ok_or_else(|| ApplyError::BadNumber { coin: name(), oid: diff.oid })?;
+                let status =
+                    resting.get(&diff.oid).ok_or_else(|| ApplyError::MissingStatus { coin: name(), oid: diff.oid })?;
+                let side_text = diff.side.unwrap_or(status.order.side);
+                let side = match is_bid(side_text) {
+                    Some(true) => Side::Buy,
+                    Some(false) => Side::Sell,
+                    None => return Err(ApplyError::BadSide { coin: name(), oid: diff.oid }),
+                };
+                let mut meta = OrderMeta::from_node(status.user, &status.order);
+                if status.order.is_trigger || status.status == "triggered" {
+                    meta.trigger_condition = "Triggered".into();
+                    meta.tif = Some("Gtc".into());
+                    if let Ok(t) = ticktrade_hl_proto::time::parse_node_time(status.time) {
+                        meta.timestamp = t.as_millis() as u64;
+                    }
+                } else if status.order.tif == Some("Ioc") {
+                    meta.tif = Some("Gtc".into());
+                }
+                if sz.is_zero() {
+                    return Ok(());
+                }
+                book.add(diff.oid, side, px, sz, meta).map_err(book_err)
+            }
+            RawBookDiff::Update { new_sz, .. } => {
+                let sz = spec.parse_sz(new_sz).ok_or_else(|| ApplyError::BadNumber { coin: name(), oid: diff.oid })?;
+                match book.reduce(diff.oid, sz) {
+                    Ok(()) => Ok(()),
+                    Err(ticktrade_book::l4::L4Error::Increase) => {
+                        book.modify(diff.oid, px, sz).map(|_| ()).map_err(book_err)
+                    }
+                    Err(e) => Err(book_err(e)),
+                }
+            }
+            RawBookDiff::Remove => match book.remove(diff.oid) {
+                Some(_) => Ok(()),
+                None => Err(book_err(ticktrade_book::l4::L4Error::UnknownId(diff.oid))),
+            },
+        }
+    }
+
+    /// Both sides of a coin's book as `l4Book` orders (bids best first, FIFO within a price).
+    /// `text` receives the formatted prices and sizes the orders borrow from.
+    pub fn l4_orders(&self, coin: CoinId) -> [Vec<OwnedL4Order>; 2] {
+        let mut sides: [Vec<OwnedL4Order>; 2] = [Vec::new(), Vec::new()];
+        let Some(book) = self.book(coin) else { return sides };
+        let spec = self.coins.spec(coin);
+        for (i, side) in [Side::Buy, Side::Sell].into_iter().enumerate() {
+            for level in book.book.levels(side) {
+                for order in book.book.orders_at(side, level.price) {
+                    sides[i].push(OwnedL4Order::new(&spec.name, spec.units, order));
+                }
+            }
+        }
+        sides
+    }
+}
+
+/// An `l4Book` order with its numbers already formatted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnedL4Order {
+    pub coin: String,
+    pub side: Side,
+    pub px: String,
+    pub sz: String,
+    pub oid: u64,
+    pub meta: OrderMeta,
+}
+
+impl OwnedL4Order {
+    fn new(coin: &str, units: ticktrade_hl_proto::ws::Units, order: &Order<OrderMeta>) -> OwnedL4Order {
+        let mut px = Vec::new();
+        write_hl_decimal(order.price.raw(), units.px, &mut px);
+        let mut sz = Vec::new();
+        write_hl_decimal(order.qty.raw(), units.sz, &mut sz);
+        OwnedL4Order {
+            coin: coin.to_owned(),
+            side: order.side,
+            px: String::from_utf8(px).unwrap_or_default(),
+            sz: String::from_utf8(sz).unwrap_or_default(),
+            oid: order.id,
+            meta: order.payload.clone(),
+        }
+    }
+
+    pub fn as_l4(&self) -> L4Order<'_> {
+        L4Order {
+            user: Some(&self.meta.user),
+            coin: &self.coin,
+            side: if self.side == Side::Buy { "B" } else { "A" },
+            limit_px: &self.px,
+            sz: &self.sz,
+            oid: self.oid,
+            timestamp: self.meta.timestamp,
+            trigger_condition: &self.meta.trigger_condition,
+            is_trigger: false,
+            trigger_px: "0.0",
+            is_position_tpsl: self.meta.is_position_tpsl,
+            reduce_only: self.meta.reduce_only,
+            order_type: &self.meta.order_type,
+            tif: self.meta.tif.as_deref(),
+            cloid: self.meta.cloid.as_deref(),
+        }
+    }
+}
+
+/// Levels of a coin as `(px, sz, n)` units, for comparisons in tests and tools.
+pub fn levels_of(book: &L4Book<OrderMeta>, side: Side) -> Vec<(Price, Qty, u32)> {
+    book.levels(side).map(|l| (l.price, l.qty, l.n_orders)).collect()
+}
+
+#[cfg(test)]
+mod tests;

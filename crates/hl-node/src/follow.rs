@@ -1,0 +1,222 @@
+//! Follows one hl-node stream (`<data>/<stream_dir>/hourly/<YYYYMMDD>/<H>`) as it is written.
+//!
+//! Owns: the open hourly file and read offset, the partial last line, line numbers, hourly
+//! rollover (drain the old file, then open the next one from its start) and positioning at a
+//! given block height on start or restart.
+//! Must not: wait or sleep. `poll` reads whatever is there and returns; the caller decides
+//! when to call it (file-system notification, with a polling fallback — see `watch`).
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ticktrade_hl_proto::node::scan_block_number;
+
+use crate::join::{Line, Origin, Stream};
+
+/// `(yyyymmdd, hour)`: how hourly files sort.
+pub type HourKey = (u32, u32);
+
+/// The path of one hourly file.
+pub fn hourly_path(data_dir: &Path, stream: Stream, (date, hour): HourKey) -> PathBuf {
+    data_dir.join(stream.dir_name()).join("hourly").join(date.to_string()).join(hour.to_string())
+}
+
+/// Every hourly file of a stream, oldest first.
+pub fn list_hours(data_dir: &Path, stream: Stream) -> io::Result<Vec<HourKey>> {
+    let root = data_dir.join(stream.dir_name()).join("hourly");
+    let mut keys = Vec::new();
+    let dates = match std::fs::read_dir(&root) {
+        Ok(d) => d,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(keys),
+        Err(e) => return Err(e),
+    };
+    for date in dates {
+        let date = date?;
+        let Some(d) = date.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        for hour in std::fs::read_dir(date.path())? {
+            let hour = hour?;
+            if let Some(h) = hour.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) {
+                keys.push((d, h));
+            }
+        }
+    }
+    keys.sort_unstable();
+    Ok(keys)
+}
+
+struct Current {
+    key: HourKey,
+    name: Arc<str>,
+    file: File,
+    line_no: u64,
+}
+
+/// A follower of one stream.
+pub struct Follower {
+    data_dir: PathBuf,
+    stream: Stream,
+    current: Option<Current>,
+    partial: Vec<u8>,
+    chunk: Vec<u8>,
+    /// When no file is open yet: only files at or after this hour are considered.
+    start_key: HourKey,
+}
+
+impl Follower {
+    /// A follower that will read the earliest file present at its first `poll`.
+    pub fn new(data_dir: &Path, stream: Stream) -> Follower {
+        Follower {
+            data_dir: data_dir.to_owned(),
+            stream,
+            current: None,
+            partial: Vec::new(),
+            chunk: vec![0; 1 << 16],
+            start_key: (0, 0),
+        }
+    }
+
+    pub fn stream(&self) -> Stream {
+        self.stream
+    }
+
+    /// Positions at the file holding block `after + 1`: the newest file whose first block is at
+    /// most `after + 1` (earlier lines are skipped by the caller by height).
+    pub fn seek_height(&mut self, after: u64) -> io::Result<()> {
+        let keys = list_hours(&self.data_dir, self.stream)?;
+        let mut chosen = keys.first().copied();
+        for &key in keys.iter().rev() {
+            if first_height(&hourly_path(&self.data_dir, self.stream, key))?.is_some_and(|h| h <= after + 1) {
+                chosen = Some(key);
+                break;
+            }
+        }
+        self.current = None;
+        self.partial.clear();
+        if let Some(key) = chosen {
+            self.open(key)?;
+        }
+        Ok(())
+    }
+
+    /// Positions after the end of the newest file (skip history; used by tools that only want
+    /// new blocks).
+    pub fn seek_end(&mut self) -> io::Result<()> {
+        let keys = list_hours(&self.data_dir, self.stream)?;
+        self.current = None;
+        self.partial.clear();
+        if let Some(&key) = keys.last() {
+            self.open(key)?;
+            if let Some(cur) = &mut self.current {
+                let len = cur.file.seek(SeekFrom::End(0))?;
+                // Count lines so later reports carry true line numbers.
+                cur.file.seek(SeekFrom::Start(0))?;
+                let mut reader = BufReader::new(&mut cur.file);
+                let (mut lines, mut buf) = (0u64, Vec::new());
+                while reader.read_until(b'\n', &mut buf)? > 0 {
+                    if buf.last() == Some(&b'\n') {
+                        lines += 1;
+                    } else {
+                        self.partial = std::mem::take(&mut buf);
+                    }
+                    buf.clear();
+                }
+                cur.line_no = lines;
+                cur.file.seek(SeekFrom::Start(len))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn open(&mut self, key: HourKey) -> io::Result<()> {
+        let path = hourly_path(&self.data_dir, self.stream, key);
+        let file = File::open(&path)?;
+        self.current = Some(Current { key, name: path.display().to_string().into(), file, line_no: 0 });
+        Ok(())
+    }
+
+    /// Reads every complete line written since the last call, crossing into newer hourly files
+    /// when they exist. Returns how many lines it appended.
+    pub fn poll(&mut self, out: &mut Vec<Line>) -> io::Result<usize> {
+        let before = out.len();
+        if self.current.is_none() {
+            let keys = list_hours(&self.data_dir, self.stream)?;
+            match keys.into_iter().find(|&k| k >= self.start_key) {
+                Some(key) => self.open(key)?,
+                None => return Ok(0),
+            }
+        }
+        loop {
+            self.read_available(out)?;
+            let Some(cur) = &self.current else { break };
+            let key = cur.key;
+            let next = list_hours(&self.data_dir, self.stream)?.into_iter().find(|&k| k > key);
+            let Some(next) = next else { break };
+            // The node has moved on: drain what is left of the old file, then switch.
+            self.read_available(out)?;
+            if !self.partial.is_empty() {
+                let text = String::from_utf8_lossy(&self.partial).into_owned();
+                self.partial.clear();
+                if let Some(cur) = &mut self.current {
+                    cur.line_no += 1;
+                    out.push(Line {
+                        stream: self.stream,
+                        text,
+                        origin: Origin { file: cur.name.clone(), line: cur.line_no },
+                    });
+                }
+            }
+            self.open(next)?;
+        }
+        Ok(out.len() - before)
+    }
+
+    fn read_available(&mut self, out: &mut Vec<Line>) -> io::Result<()> {
+        let Some(cur) = &mut self.current else { return Ok(()) };
+        loop {
+            let n = cur.file.read(&mut self.chunk)?;
+            if n == 0 {
+                return Ok(());
+            }
+            let mut data = &self.chunk[..n];
+            while let Some(pos) = data.iter().position(|&b| b == b'\n') {
+                let piece = &data[..pos];
+                let text = if self.partial.is_empty() {
+                    String::from_utf8_lossy(piece).into_owned()
+                } else {
+                    self.partial.extend_from_slice(piece);
+                    let t = String::from_utf8_lossy(&self.partial).into_owned();
+                    self.partial.clear();
+                    t
+                };
+                cur.line_no += 1;
+                if !text.is_empty() {
+                    out.push(Line {
+                        stream: self.stream,
+                        text,
+                        origin: Origin { file: cur.name.clone(), line: cur.line_no },
+                    });
+                }
+                data = &data[pos + 1..];
+            }
+            self.partial.extend_from_slice(data);
+        }
+    }
+}
+
+/// The block number of a file's first complete line.
+fn first_height(path: &Path) -> io::Result<Option<u64>> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut reader = BufReader::new(file.take(1 << 20));
+    let mut head = Vec::new();
+    reader.read_until(b'\n', &mut head)?;
+    Ok(scan_block_number(&String::from_utf8_lossy(&head)))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,65 @@
+use std::io::Write;
+
+use super::*;
+
+fn append(dir: &Path, key: HourKey, text: &str) {
+    let path = hourly_path(dir, Stream::Diffs, key);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+}
+
+fn texts(lines: &[Line]) -> Vec<&str> {
+    lines.iter().map(|l| l.text.as_str()).collect()
+}
+
+#[test]
+fn partial_lines_and_rollover() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut f = Follower::new(dir, Stream::Diffs);
+    let mut out = Vec::new();
+    assert_eq!(f.poll(&mut out).unwrap(), 0, "no file yet");
+    append(dir, (20260430, 23), "{\"block_number\":1}\n{\"block_nu");
+    f.poll(&mut out).unwrap();
+    assert_eq!(texts(&out), vec!["{\"block_number\":1}"]);
+    append(dir, (20260430, 23), "mber\":2}\n");
+    out.clear();
+    f.poll(&mut out).unwrap();
+    assert_eq!(texts(&out), vec!["{\"block_number\":2}"]);
+    assert_eq!(out[0].origin.line, 2);
+    // The node finishes the hour and starts the next day's hour 0.
+    append(dir, (20260430, 23), "{\"block_number\":3}\n");
+    append(dir, (20260501, 0), "{\"block_number\":4}\n");
+    out.clear();
+    f.poll(&mut out).unwrap();
+    assert_eq!(texts(&out), vec!["{\"block_number\":3}", "{\"block_number\":4}"]);
+    assert!(out[1].origin.file.ends_with("20260501/0"));
+    assert_eq!(out[1].origin.line, 1);
+}
+
+#[test]
+fn seek_height_picks_the_file_holding_the_next_block() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    append(dir, (20260430, 1), "{\"block_number\":1}\n{\"block_number\":2}\n");
+    append(dir, (20260430, 2), "{\"block_number\":3}\n{\"block_number\":4}\n");
+    append(dir, (20260430, 10), "{\"block_number\":5}\n");
+    let mut f = Follower::new(dir, Stream::Diffs);
+    f.seek_height(3).unwrap();
+    let mut out = Vec::new();
+    f.poll(&mut out).unwrap();
+    assert_eq!(texts(&out), vec!["{\"block_number\":3}", "{\"block_number\":4}", "{\"block_number\":5}"]);
+    f.seek_height(0).unwrap();
+    out.clear();
+    f.poll(&mut out).unwrap();
+    assert_eq!(out.len(), 5);
+    f.seek_end().unwrap();
+    out.clear();
+    f.poll(&mut out).unwrap();
+    assert!(out.is_empty());
+    append(dir, (20260430, 10), "{\"block_number\":6}\n");
+    f.poll(&mut out).unwrap();
+    assert_eq!(texts(&out), vec!["{\"block_number\":6}"]);
+    assert_eq!(out[0].origin.line, 2);
+}

@@ -1,0 +1,93 @@
+//! L2 views of an L4 book at Hyperliquid's seven precisions.
+//!
+//! Owns: bucketing of level prices (`nSigFigs`/`mantissa`, bids rounded down, asks up) in
+//! integer price units, stopping after `n_levels` buckets, into a caller-owned buffer.
+//! Must not: allocate (the caller reuses `out`) or look at more levels than it emits.
+//!
+//! Width in units: `mantissa × 10^(digits(px_units) − nSigFigs)`; a negative exponent means the
+//! bucket is finer than the coin's unit and the level is unchanged. This equals Hyperliquid's
+//! rule on real prices (`digits` = floor(log10 px) + 1) because shifting the unit shifts both
+//! sides of the exponent equally — see `tests::matches_naive_decimal_model`.
+
+use ticktrade_book::l4::L4Level;
+use ticktrade_hl_proto::ws::{L2Variant, UnitLevel};
+
+const POW10: [i64; 19] = {
+    let mut t = [1i64; 19];
+    let mut i = 1;
+    while i < 19 {
+        t[i] = t[i - 1] * 10;
+        i += 1;
+    }
+    t
+};
+
+fn digits(value: i64) -> i32 {
+    let mut n = 1;
+    while n < 19 && value >= POW10[n as usize] {
+        n += 1;
+    }
+    n
+}
+
+/// The bucket a level at `px` (units, > 0) falls in.
+#[inline]
+pub fn bucket(px: i64, n_sig_figs: u32, mantissa: u32, is_bid: bool) -> i64 {
+    let exp = digits(px) - n_sig_figs as i32;
+    if exp < 0 {
+        return px;
+    }
+    let width = i64::from(mantissa).saturating_mul(POW10[exp as usize]);
+    if width <= 1 {
+        return px;
+    }
+    let down = px - px % width;
+    if is_bid || down == px { down } else { down + width }
+}
+
+/// Aggregates `levels` (best first) with explicit parameters (`None` = full precision).
+pub fn aggregate_with(
+    levels: impl Iterator<Item = L4Level>,
+    is_bid: bool,
+    n_sig_figs: Option<u32>,
+    mantissa: u32,
+    n_levels: usize,
+    out: &mut Vec<UnitLevel>,
+) {
+    out.clear();
+    if n_levels == 0 {
+        return;
+    }
+    for level in levels {
+        let px = match n_sig_figs {
+            None => level.price.raw(),
+            Some(sig) => bucket(level.price.raw(), sig, mantissa, is_bid),
+        };
+        match out.last_mut() {
+            Some(last) if last.px == px => {
+                last.sz += level.qty.raw();
+                last.n += level.n_orders;
+            }
+            _ => {
+                if out.len() == n_levels {
+                    return;
+                }
+                out.push(UnitLevel { px, sz: level.qty.raw(), n: level.n_orders });
+            }
+        }
+    }
+}
+
+/// Aggregates one side at one of the seven variants.
+pub fn aggregate(
+    levels: impl Iterator<Item = L4Level>,
+    is_bid: bool,
+    variant: L2Variant,
+    n_levels: usize,
+    out: &mut Vec<UnitLevel>,
+) {
+    aggregate_with(levels, is_bid, variant.n_sig_figs(), variant.mantissa(), n_levels, out);
+}
+
+#[cfg(test)]
+mod tests;

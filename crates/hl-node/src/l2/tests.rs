@@ -1,0 +1,146 @@
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use ticktrade_book::l4::L4Book;
+use ticktrade_core::{Decimal, Price, Qty, Side};
+
+use super::*;
+
+/// Hyperliquid's rule on real numbers, computed with exact decimals at 10^-18.
+fn naive_bucket(px: Decimal, n_sig: u32, mantissa: u32, is_bid: bool) -> i128 {
+    let scaled = i128::from(px.mantissa()) * 10i128.pow(18 - u32::from(px.scale()));
+    // floor(log10 px) + 1, from the scaled integer: digits(scaled) - 18.
+    let d = scaled.to_string().len() as i32 - 18;
+    let exp18 = d - n_sig as i32 + 18;
+    if exp18 < 0 {
+        return scaled;
+    }
+    let width = i128::from(mantissa) * 10i128.pow(exp18 as u32);
+    let floor = scaled.div_euclid(width) * width;
+    if is_bid || floor == scaled { floor } else { floor + width }
+}
+
+fn naive(
+    levels: &[(i64, i64, u32)],
+    unit: Decimal,
+    is_bid: bool,
+    n_sig: Option<u32>,
+    mantissa: u32,
+    n: usize,
+) -> Vec<(i128, i64, u32)> {
+    let mut buckets: BTreeMap<i128, (i64, u32)> = BTreeMap::new();
+    for &(px, sz, count) in levels {
+        let real = Decimal::from_units(px, unit).unwrap();
+        let key = match n_sig {
+            None => i128::from(real.mantissa()) * 10i128.pow(18 - u32::from(real.scale())),
+            Some(s) => naive_bucket(real, s, mantissa, is_bid),
+        };
+        let e = buckets.entry(key).or_default();
+        e.0 += sz;
+        e.1 += count;
+    }
+    let all: Vec<_> = buckets.into_iter().map(|(k, (s, c))| (k, s, c)).collect();
+    if is_bid { all.into_iter().rev().take(n).collect() } else { all.into_iter().take(n).collect() }
+}
+
+fn to_naive_units(levels: &[UnitLevel], unit: Decimal) -> Vec<(i128, i64, u32)> {
+    levels
+        .iter()
+        .map(|l| {
+            let d = Decimal::from_units(l.px, unit).unwrap();
+            (i128::from(d.mantissa()) * 10i128.pow(18 - u32::from(d.scale())), l.sz, l.n)
+        })
+        .collect()
+}
+
+#[test]
+fn documented_vectors() {
+    let path =
+        format!("{}/../../testdata/hyperliquid/examples/l2_aggregation.test_vectors.json", env!("CARGO_MANIFEST_DIR"));
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let unit = Decimal::new(1, 2).unwrap();
+    let mut book: L4Book<()> = L4Book::new();
+    let mut oid = 0;
+    for (key, side) in [("bids", Side::Buy), ("asks", Side::Sell)] {
+        for level in doc["book"][key].as_array().unwrap() {
+            let px = Decimal::parse(level["px"].as_str().unwrap()).unwrap().to_units(unit).unwrap();
+            let sz: i64 = level["sz"].as_str().unwrap().parse().unwrap();
+            let count = level["count"].as_i64().unwrap();
+            for _ in 0..count {
+                oid += 1;
+                book.add(oid, side, Price::from_raw(px), Qty::from_raw(sz), ()).unwrap();
+            }
+        }
+    }
+    for case in doc["cases"].as_array().unwrap() {
+        let n_sig = case["nSigFigs"].as_u64().map(|v| v as u32);
+        let mantissa = case["mantissa"].as_u64().unwrap_or(1) as u32;
+        let n = case["nLevels"].as_u64().unwrap() as usize;
+        for (i, side) in [Side::Buy, Side::Sell].into_iter().enumerate() {
+            let mut out = Vec::new();
+            aggregate_with(
+                book.levels(side),
+                side == Side::Buy,
+                n_sig,
+                if n_sig.is_some() { mantissa } else { 1 },
+                n,
+                &mut out,
+            );
+            let got: Vec<(String, String, u64)> = out
+                .iter()
+                .map(|l| (Decimal::from_units(l.px, unit).unwrap().to_string(), l.sz.to_string(), u64::from(l.n)))
+                .collect();
+            let want: Vec<(String, String, u64)> = case["expect"][i]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| {
+                    (
+                        l["px"].as_str().unwrap().to_owned(),
+                        l["sz"].as_str().unwrap().to_owned(),
+                        l["n"].as_u64().unwrap(),
+                    )
+                })
+                .collect();
+            assert_eq!(got, want, "case {case}");
+        }
+    }
+}
+
+#[test]
+fn bucket_examples() {
+    // BTC at 0.1 units: 76450.0 → 764500 units.
+    assert_eq!(bucket(764_503, 5, 1, true), 764_500);
+    assert_eq!(bucket(764_503, 5, 1, false), 764_510);
+    assert_eq!(bucket(764_503, 5, 5, false), 764_550);
+    assert_eq!(bucket(764_503, 2, 1, true), 760_000);
+    assert_eq!(bucket(764_503, 2, 1, false), 770_000);
+    assert_eq!(bucket(1234, 5, 5, false), 1234);
+    assert_eq!(bucket(999_999, 2, 1, false), 1_000_000);
+}
+
+proptest! {
+    #[test]
+    fn matches_naive_decimal_model(
+        raw in prop::collection::vec((1i64..5_000_000, 1i64..1000, any::<bool>()), 0..120),
+        scale in 0u8..9,
+        variant_idx in 0usize..7,
+        n in 1usize..40,
+    ) {
+        let unit = Decimal::new(1, scale).unwrap();
+        let variant = L2Variant::ALL[variant_idx];
+        let mut book: L4Book<()> = L4Book::new();
+        for (i, &(px, sz, bid)) in raw.iter().enumerate() {
+            let side = if bid { Side::Buy } else { Side::Sell };
+            book.add(i as u64, side, Price::from_raw(px), Qty::from_raw(sz), ()).unwrap();
+        }
+        for side in [Side::Buy, Side::Sell] {
+            let is_bid = side == Side::Buy;
+            let mut out = Vec::new();
+            aggregate(book.levels(side), is_bid, variant, n, &mut out);
+            let levels: Vec<(i64, i64, u32)> = book.levels(side).map(|l| (l.price.raw(), l.qty.raw(), l.n_orders)).collect();
+            let expect = naive(&levels, unit, is_bid, variant.n_sig_figs(), variant.mantissa(), n);
+            prop_assert_eq!(to_naive_units(&out, unit), expect);
+        }
+    }
+}
