@@ -1,0 +1,338 @@
+//! Changing live orders: cancel, cancel-all, edit, close-position, good-til-day expiry and
+//! trigger orders (stop, take, trailing).
+//!
+//! Owns: edit's priority rule (an edit keeps queue priority only when the size goes down at
+//! the same price; otherwise the order leaves the book and is matched again as a new taker
+//! at the back of the queue), trigger evaluation on each price update, and GTD expiry.
+//! Must not: read a clock; the caller drives time through `handle`, `set_*` and `advance`.
+
+use ticktrade_core::{Decimal, InstrumentId, Price, Qty, Side, Utc};
+
+use crate::catalogue::Instrument;
+use crate::engine::Exchange;
+use crate::event::Event;
+use crate::order::{
+    AccountId, CancelReason, EditParams, Order, OrderRef, OrderState, OrderType, PlaceParams, Size, TimeInForce,
+    TriggerKind,
+};
+use crate::reject::Reject;
+
+impl Exchange {
+    /// Expires good-til-day orders whose session ended. Called by `handle`; a server's timer
+    /// may call it too (events go to `out`).
+    pub fn advance(&mut self, now: Utc, out: &mut Vec<Event>) {
+        if self.gtd.is_empty() || !self.gtd.iter().any(|&(t, _)| now >= t) {
+            return;
+        }
+        let mut ids = std::mem::take(&mut self.scratch.ids);
+        ids.clear();
+        self.gtd.retain(|&(t, id)| {
+            if now >= t {
+                ids.push(id);
+                false
+            } else {
+                true
+            }
+        });
+        for &id in &ids {
+            self.cancel_resting(now, id, CancelReason::GoodTilDay, out);
+        }
+        self.scratch.ids = ids;
+        self.flush(now, out);
+    }
+
+    fn find_own(&self, account: AccountId, id: u64) -> Result<Order, Reject> {
+        match self.orders.get(&id) {
+            Some(o) if o.account != account => Err(Reject::NOT_OWNER_OF_ORDER),
+            Some(o) => Ok(*o),
+            None if self.closed.get(&id).is_some_and(|o| o.account == account) => Err(Reject::NOT_OPEN_ORDER),
+            None => Err(Reject::ORDER_NOT_FOUND),
+        }
+    }
+
+    pub(crate) fn cancel(
+        &mut self,
+        now: Utc,
+        account: AccountId,
+        id: u64,
+        out: &mut Vec<Event>,
+    ) -> Result<Order, Reject> {
+        self.find_own(account, id)?;
+        self.cancel_resting(now, id, CancelReason::UserRequest, out).ok_or(Reject::ORDER_NOT_FOUND)
+    }
+
+    /// Cancels every live order of `account` that `pick` accepts; returns the count.
+    pub(crate) fn cancel_where(
+        &mut self,
+        now: Utc,
+        account: AccountId,
+        out: &mut Vec<Event>,
+        pick: impl Fn(&Order, &Instrument) -> bool,
+    ) -> u32 {
+        let mut ids = std::mem::take(&mut self.scratch.ids);
+        ids.clear();
+        for o in self.orders.values() {
+            if o.account == account && self.catalogue.get(o.instrument).is_some_and(|inst| pick(o, inst)) {
+                ids.push(o.id);
+            }
+        }
+        // Oldest first, so events come out in a stable order.
+        ids.sort_unstable();
+        let mut n = 0;
+        for &id in &ids {
+            if self.cancel_resting(now, id, CancelReason::UserRequest, out).is_some() {
+                n += 1;
+            }
+        }
+        self.scratch.ids = ids;
+        n
+    }
+
+    pub(crate) fn edit(
+        &mut self,
+        now: Utc,
+        account: AccountId,
+        p: &EditParams,
+        out: &mut Vec<Event>,
+    ) -> Result<Order, Reject> {
+        if p.valid_until.is_some_and(|t| now > t) {
+            return Err(Reject::TIMED_OUT);
+        }
+        let id = match p.order {
+            OrderRef::Id(id) => id,
+            OrderRef::Label { instrument, label } => {
+                let mut found = self
+                    .orders
+                    .values()
+                    .filter(|o| o.account == account && o.instrument == instrument && o.label == label);
+                let first = found.next().ok_or(Reject::ORDER_NOT_FOUND)?;
+                if found.next().is_some() {
+                    return Err(Reject::NON_UNIQUE_ORDER_LABEL);
+                }
+                first.id
+            }
+        };
+        let old = self.find_own(account, id)?;
+        let inst = self.instrument(old.instrument)?;
+        let new_amount = Exchange::size_to_qty(inst, p.size)?;
+        if new_amount <= old.filled {
+            return Err(Reject::INVALID_AMOUNT.with_data("amount must exceed the filled amount"));
+        }
+        let new_price = match p.price {
+            Some(price) if old.order_type.needs_price() || old.state == OrderState::Open => {
+                Some(Exchange::parse_price(inst, price, Reject::PRICE_WRONG_TICK)?)
+            }
+            _ => old.price,
+        };
+        let mut new_trigger = old.trigger;
+        if let (Some(t), Some(tp)) = (new_trigger.as_mut(), p.trigger_price) {
+            t.price = Exchange::parse_price(inst, tp, Reject::TRIGGER_PRICE_WRONG_TICK)?;
+        }
+        let mut order = old;
+        order.amount = new_amount;
+        order.price = new_price;
+        order.trigger = new_trigger;
+        order.replaced = true;
+        order.updated = now;
+        if p.post_only {
+            order.post_only = true;
+            order.reject_post_only = p.reject_post_only;
+        }
+        order.reduce_only |= p.reduce_only;
+        if old.state == OrderState::Untriggered {
+            self.orders.insert(id, order);
+            out.push(Event::Order(order));
+            let instrument = order.instrument;
+            self.fire_triggers(now, instrument, out);
+            return Ok(self.orders.get(&id).or_else(|| self.closed.get(&id)).copied().unwrap_or(order));
+        }
+        let Some(price) = new_price else { return Err(Reject::NOT_OPEN_ORDER) };
+        let old_price = old.price.unwrap_or(price);
+        let book = &self.markets[old.instrument.0 as usize].book;
+        let crosses = book.best_price(old.side.opposite()).is_some_and(|best| old.side.crosses(price, best));
+        if order.post_only && crosses && price != old_price {
+            if order.reject_post_only {
+                return Err(Reject::POST_ONLY_REJECT);
+            }
+            let best = book.best_price(old.side.opposite()).unwrap_or(price);
+            let rule = &inst.spec.tick_rule;
+            let mut p2 = best.offset(-old.side.sign());
+            while !rule.is_valid(p2) && p2.is_positive() {
+                p2 = p2.offset(-old.side.sign());
+            }
+            order.price = Some(p2);
+        }
+        let price = order.price.unwrap_or(price);
+        let exempt = self.accounts.get(&account).is_some_and(|a| a.margin_exempt);
+        if !exempt && !order.reduce_only && order.remaining() > old.remaining() {
+            let (currency, need) = crate::account::order_margin(
+                inst,
+                old.side,
+                inst.price_f64(price),
+                order.remaining() - old.remaining(),
+            );
+            if need > self.available_funds(account, currency) {
+                return Err(Reject::NOT_ENOUGH_FUNDS);
+            }
+        }
+        if price == old_price && order.remaining() <= old.remaining() {
+            // Keeps its place in the queue.
+            self.touch(old.instrument, old.side, price);
+            let _ = self.markets[old.instrument.0 as usize].book.reduce(id, order.remaining());
+            self.reserve_margin(&old, old.remaining() - order.remaining(), -1.0);
+            self.orders.insert(id, order);
+            self.note_portfolio(account, old.instrument);
+            out.push(Event::Order(order));
+            return Ok(order);
+        }
+        // Loses priority: out of the book, matched again, rests at the back.
+        self.touch(old.instrument, old.side, old_price);
+        self.markets[old.instrument.0 as usize].book.remove(id);
+        self.orders.remove(&id);
+        self.reserve_margin(&old, old.remaining(), -1.0);
+        self.gtd.retain(|&(_, g)| g != id);
+        self.execute(now, order, out)
+    }
+
+    pub(crate) fn close_position(
+        &mut self,
+        now: Utc,
+        account: AccountId,
+        instrument: InstrumentId,
+        order_type: OrderType,
+        price: Option<Decimal>,
+        out: &mut Vec<Event>,
+    ) -> Result<Order, Reject> {
+        let inst = self.instrument(instrument)?;
+        let size = self.accounts.get(&account).and_then(|a| a.positions.get(&instrument.0)).map_or(0, |p| p.size);
+        if size == 0 {
+            return Err(Reject::INVALID_ARGUMENTS.with_data("no position"));
+        }
+        if !matches!(order_type, OrderType::Limit | OrderType::Market) {
+            return Err(Reject::invalid_params("type"));
+        }
+        let side = if size > 0 { Side::Sell } else { Side::Buy };
+        let amount = inst.spec.qty_to_decimal(Qty::from_raw(size.abs()));
+        let params = PlaceParams {
+            order_type,
+            price,
+            reduce_only: true,
+            time_in_force: TimeInForce::GoodTilCancelled,
+            size: Size::amount(amount),
+            ..PlaceParams::market(instrument, side, amount)
+        };
+        self.place(now, account, &params, None, out)
+    }
+
+    /// The current value of a trigger's reference price (`0.0` when unknown).
+    pub(crate) fn trigger_reference(&self, instrument: InstrumentId, kind: TriggerKind) -> f64 {
+        match kind {
+            TriggerKind::LastPrice => {
+                let last = self.markets[instrument.0 as usize].last;
+                match (last, self.catalogue.get(instrument)) {
+                    (Some(p), Some(inst)) => inst.price_f64(p),
+                    _ => 0.0,
+                }
+            }
+            TriggerKind::MarkPrice => self.mark_price(instrument),
+            TriggerKind::IndexPrice => self.index_price_of(instrument),
+        }
+    }
+
+    /// Fires every trigger order of `instrument` whose condition holds, repeatedly (a fired
+    /// order's trades move the last price and may fire more).
+    pub(crate) fn fire_triggers(&mut self, now: Utc, instrument: InstrumentId, out: &mut Vec<Event>) {
+        for _round in 0..16 {
+            if self.markets[instrument.0 as usize].triggers.is_empty() {
+                return;
+            }
+            let Some(inst) = self.catalogue.get(instrument) else { return };
+            let tick = inst.tick_f64;
+            let mut fired = std::mem::take(&mut self.scratch.ids);
+            fired.clear();
+            let refs = [
+                self.trigger_reference(instrument, TriggerKind::IndexPrice),
+                self.trigger_reference(instrument, TriggerKind::MarkPrice),
+                self.trigger_reference(instrument, TriggerKind::LastPrice),
+            ];
+            for &id in &self.markets[instrument.0 as usize].triggers {
+                let Some(order) = self.orders.get_mut(&id) else { continue };
+                let Some(trigger) = order.trigger.as_mut() else { continue };
+                let value = refs[match trigger.kind {
+                    TriggerKind::IndexPrice => 0,
+                    TriggerKind::MarkPrice => 1,
+                    TriggerKind::LastPrice => 2,
+                }];
+                if value <= 0.0 {
+                    continue;
+                }
+                let level = trigger.price.raw() as f64 * tick;
+                let fire = match (order.order_type, order.side) {
+                    (OrderType::StopLimit | OrderType::StopMarket, Side::Buy) => value >= level,
+                    (OrderType::StopLimit | OrderType::StopMarket, Side::Sell) => value <= level,
+                    (OrderType::TakeLimit | OrderType::TakeMarket, Side::Buy) => value <= level,
+                    (OrderType::TakeLimit | OrderType::TakeMarket, Side::Sell) => value >= level,
+                    (_, side) => {
+                        // Trailing: follow the peak (sell) or trough (buy) by the offset.
+                        let offset = trigger.offset.unwrap_or(0);
+                        let better = match side {
+                            Side::Sell => value > trigger.peak,
+                            Side::Buy => value < trigger.peak || trigger.peak <= 0.0,
+                        };
+                        if better {
+                            trigger.peak = value;
+                            let peak_ticks = (value / tick).round() as i64;
+                            trigger.price = Price::from_raw(peak_ticks + side.sign() * offset);
+                        }
+                        let level = trigger.price.raw() as f64 * tick;
+                        match side {
+                            Side::Sell => value <= level,
+                            Side::Buy => value >= level,
+                        }
+                    }
+                };
+                if fire {
+                    fired.push(id);
+                }
+            }
+            if fired.is_empty() {
+                self.scratch.ids = fired;
+                return;
+            }
+            self.markets[instrument.0 as usize].triggers.retain(|id| !fired.contains(id));
+            let batch: Vec<u64> = fired.clone();
+            self.scratch.ids = fired;
+            for id in batch {
+                self.fire_one(now, id, out);
+            }
+        }
+    }
+
+    fn fire_one(&mut self, now: Utc, id: u64, out: &mut Vec<Event>) {
+        let Some(mut trig) = self.orders.remove(&id) else { return };
+        trig.triggered = true;
+        trig.close(now, OrderState::Triggered, None);
+        self.archive(trig);
+        out.push(Event::Order(trig));
+        let Some(inst) = self.catalogue.get(trig.instrument) else { return };
+        let order_type = match trig.order_type {
+            OrderType::StopLimit | OrderType::TakeLimit => OrderType::Limit,
+            _ => OrderType::Market,
+        };
+        let amount = inst.spec.qty_to_decimal(trig.remaining());
+        let price = trig.price.map(|p| inst.spec.price_to_decimal(p));
+        let params = PlaceParams {
+            order_type,
+            price,
+            time_in_force: trig.time_in_force,
+            reduce_only: trig.reduce_only,
+            post_only: false,
+            reject_post_only: false,
+            label: trig.label,
+            ..PlaceParams::market(trig.instrument, trig.side, amount)
+        };
+        // A fired order that can no longer be placed (e.g. reduce-only with no position)
+        // simply does not appear; the trigger is already archived as triggered.
+        let _ = self.place(now, trig.account, &params, Some(id), out);
+    }
+}
