@@ -1,0 +1,538 @@
+//! Architecture checks run as tests (rust-analyzer's "tidy"): the rules of STYLE.md §1 and §9
+//! that the compiler does not enforce.
+//!
+//! - Pure crates have no normal dependency on an I/O crate (tokio, sockets, TLS, HTTP), nor on
+//!   an I/O ticktrade crate.
+//! - Pure crates' non-test source never names `std::net`, `std::fs`, `Instant::now`,
+//!   `SystemTime::now` or `thread::spawn` (the one exception: `crates/latency/src/clock.rs`).
+//! - `ticktrade-testkit` depends on no other ticktrade crate (so anything may dev-depend on it).
+//! - Library code never calls `.unwrap()` outside tests.
+//!
+//! Test code is whatever item follows a `#[cfg(test)]` (or `#[cfg(any(test, …))]`) attribute,
+//! found by matching braces, plus the files of out-of-line `#[cfg(test)] mod name;` modules.
+//! Comments and the contents of string literals are ignored, so prose and messages may name
+//! the forbidden APIs. Only direct dependencies are checked (`cargo metadata --no-deps`), so a
+//! pure crate could still pull tokio in through a third-party crate.
+
+#![allow(clippy::unwrap_used, reason = "test code: a panic here is a failed test with its message")]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const PURE_CRATES: [&str; 6] = [
+    "ticktrade-core",
+    "ticktrade-book",
+    "ticktrade-latency",
+    "ticktrade-deribit-proto",
+    "ticktrade-hl-proto",
+    "ticktrade-exchange",
+];
+
+/// Crates that do I/O or bring a runtime: a pure crate must not depend on them.
+const IO_DEPENDENCIES: [&str; 12] = [
+    "tokio",
+    "mio",
+    "socket2",
+    "tungstenite",
+    "tokio-tungstenite",
+    "rustls",
+    "tokio-rustls",
+    "hyper",
+    "hyper-util",
+    "axum",
+    "reqwest",
+    "notify",
+];
+
+/// Substrings that mean I/O, threads or a clock read in a pure crate's code.
+const PURE_FORBIDDEN: [&str; 5] = ["std::net", "std::fs", "Instant::now", "SystemTime::now", "thread::spawn"];
+
+/// The one file of a pure crate allowed to read clocks.
+const CLOCK_EXCEPTION: &str = "crates/latency/src/clock.rs";
+
+#[test]
+fn pure_crates_have_no_io_dependencies() {
+    let workspace = Workspace::load();
+    let mut violations = Vec::new();
+    for name in PURE_CRATES {
+        let Some(package) = workspace.package(name) else {
+            violations.push(format!("{name}: pure crate not found in the workspace (renamed? update tidy.rs)"));
+            continue;
+        };
+        for dep in package.normal_dependencies() {
+            if IO_DEPENDENCIES.contains(&dep.as_str()) {
+                violations.push(format!(
+                    "{}: pure crate {name} depends on `{dep}` (I/O belongs in net/gateway/sim/serve)",
+                    package.manifest_rel
+                ));
+            } else if dep.starts_with("ticktrade") && !PURE_CRATES.contains(&dep.as_str()) {
+                violations.push(format!(
+                    "{}: pure crate {name} depends on `{dep}`, which is not pure (dependencies point one way)",
+                    package.manifest_rel
+                ));
+            }
+        }
+    }
+    report("pure crates with I/O dependencies", &violations);
+}
+
+#[test]
+fn pure_crates_source_does_no_io() {
+    let workspace = Workspace::load();
+    let mut violations = Vec::new();
+    for name in PURE_CRATES {
+        let Some(package) = workspace.package(name) else { continue };
+        for line in package.non_test_lines(&workspace.root) {
+            if line.file == CLOCK_EXCEPTION {
+                continue;
+            }
+            for pattern in PURE_FORBIDDEN {
+                if line.code.contains(pattern) {
+                    violations.push(format!(
+                        "{}:{}: `{pattern}` in pure crate {name}: {}",
+                        line.file,
+                        line.number,
+                        line.text.trim()
+                    ));
+                }
+            }
+            if let Some(what) = grouped_std_import(&line.code) {
+                violations.push(format!(
+                    "{}:{}: `std::{{{what}}}` in pure crate {name}: {}",
+                    line.file,
+                    line.number,
+                    line.text.trim()
+                ));
+            }
+        }
+    }
+    report("I/O, threads or clock reads in pure crates (time and bytes come in as arguments)", &violations);
+}
+
+#[test]
+fn testkit_is_a_leaf() {
+    let workspace = Workspace::load();
+    let testkit = workspace.package("ticktrade-testkit");
+    assert!(testkit.is_some(), "ticktrade-testkit not found in the workspace");
+    let violations: Vec<String> = testkit
+        .iter()
+        .flat_map(|package| {
+            package.dependencies.iter().filter(|(dep, _)| dep.starts_with("ticktrade")).map(|(dep, kind)| {
+                format!("{}: ticktrade-testkit depends on `{dep}` ({kind}); it must stay a leaf", package.manifest_rel)
+            })
+        })
+        .collect();
+    report("testkit dependencies", &violations);
+}
+
+#[test]
+fn library_code_does_not_unwrap() {
+    let workspace = Workspace::load();
+    let mut violations = Vec::new();
+    for package in workspace.packages.iter().filter(|p| p.lib_src_dir.is_some()) {
+        for line in package.non_test_lines(&workspace.root) {
+            if line.code.contains(".unwrap()") {
+                violations.push(format!(
+                    "{}:{}: `.unwrap()` in library {}: {}",
+                    line.file,
+                    line.number,
+                    package.name,
+                    line.text.trim()
+                ));
+            }
+        }
+    }
+    report("`.unwrap()` in library code (return an error, or use `let … else` with a reason)", &violations);
+}
+
+#[track_caller]
+fn report(what: &str, violations: &[String]) {
+    assert!(violations.is_empty(), "{what}:\n  {}\n", violations.join("\n  "));
+}
+
+/// `fs`, `net` or `thread` imported through a grouped `use std::{…}` on one line.
+fn grouped_std_import(code: &str) -> Option<&'static str> {
+    let start = code.find("std::{")? + "std::{".len();
+    let group = &code[start..];
+    let group = &group[..group.find('}').unwrap_or(group.len())];
+    let names: Vec<&str> = group.split(|c: char| !(c.is_alphanumeric() || c == '_')).collect();
+    ["fs", "net", "thread"].into_iter().find(|forbidden| names.contains(forbidden))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workspace metadata
+
+struct Workspace {
+    root: PathBuf,
+    packages: Vec<Package>,
+}
+
+struct Package {
+    name: String,
+    /// Path of Cargo.toml relative to the workspace root.
+    manifest_rel: String,
+    /// `(name, kind)`, kind being "normal", "dev" or "build".
+    dependencies: Vec<(String, String)>,
+    /// Directory of the library target's root file, if the package has a library.
+    lib_src_dir: Option<PathBuf>,
+    /// Root files of binary targets (not library code).
+    bin_roots: Vec<PathBuf>,
+}
+
+impl Workspace {
+    fn load() -> Workspace {
+        let output = Command::new(env!("CARGO"))
+            .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "cargo metadata failed:\n{}", String::from_utf8_lossy(&output.stderr));
+        let metadata: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let root = PathBuf::from(metadata["workspace_root"].as_str().unwrap());
+        let packages = metadata["packages"].as_array().unwrap().iter().map(|p| Package::from_json(p, &root)).collect();
+        Workspace { root, packages }
+    }
+
+    fn package(&self, name: &str) -> Option<&Package> {
+        self.packages.iter().find(|p| p.name == name)
+    }
+}
+
+impl Package {
+    fn from_json(json: &Value, root: &Path) -> Package {
+        let manifest = PathBuf::from(json["manifest_path"].as_str().unwrap());
+        let dependencies = json["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| (d["name"].as_str().unwrap().to_string(), d["kind"].as_str().unwrap_or("normal").to_string()))
+            .collect();
+        let targets = json["targets"].as_array().unwrap();
+        let has_kind = |target: &Value, kind: &str| target["kind"].as_array().unwrap().iter().any(|k| k == kind);
+        let src_path = |target: &Value| PathBuf::from(target["src_path"].as_str().unwrap());
+        let lib_src_dir = targets
+            .iter()
+            .find(|t| ["lib", "rlib", "proc-macro"].iter().any(|k| has_kind(t, k)))
+            .map(|t| src_path(t).parent().unwrap().to_path_buf());
+        let bin_roots = targets.iter().filter(|t| has_kind(t, "bin")).map(src_path).collect();
+        Package {
+            name: json["name"].as_str().unwrap().to_string(),
+            manifest_rel: relative(&manifest, root),
+            dependencies,
+            lib_src_dir,
+            bin_roots,
+        }
+    }
+
+    fn normal_dependencies(&self) -> impl Iterator<Item = &String> {
+        self.dependencies.iter().filter(|(_, kind)| kind == "normal").map(|(name, _)| name)
+    }
+
+    /// Every non-test line of the library's source files (binaries under `src/bin/` and bin
+    /// roots excluded; for a package without a library, its `src/`).
+    fn non_test_lines(&self, root: &Path) -> Vec<Line> {
+        let src = match &self.lib_src_dir {
+            Some(dir) => dir.clone(),
+            None => return Vec::new(),
+        };
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        files.retain(|f| !self.bin_roots.contains(f) && !f.starts_with(src.join("bin")));
+        files.sort();
+
+        let mut scanned = Vec::new();
+        let mut test_modules = BTreeSet::new();
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            let lines = scan(&text);
+            for module in test_module_names(&lines) {
+                test_modules.extend(module_paths(file, &module));
+            }
+            scanned.push((file, lines));
+        }
+        let mut out = Vec::new();
+        for (file, lines) in scanned {
+            if test_modules.iter().any(|m| file == m || file.starts_with(m.with_extension(""))) {
+                continue;
+            }
+            let rel = relative(file, root);
+            out.extend(lines.into_iter().filter(|l| !l.test_only).map(|l| Line { file: rel.clone(), ..l }));
+        }
+        out
+    }
+}
+
+fn relative(path: &Path, root: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace('\\', "/")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Where `mod name;` declared in `file` lives: `name.rs` or `name/mod.rs` beside a `lib.rs`,
+/// `main.rs` or `mod.rs`, otherwise inside the declaring file's own directory.
+fn module_paths(file: &Path, name: &str) -> [PathBuf; 2] {
+    let parent = file.parent().unwrap_or(Path::new(""));
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let base = if ["lib", "main", "mod"].contains(&stem) { parent.to_path_buf() } else { parent.join(stem) };
+    [base.join(format!("{name}.rs")), base.join(name).join("mod.rs")]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Source scanning
+
+/// One source line: its text, its code with comments and string contents blanked out, and
+/// whether it belongs to a test-only item.
+#[derive(Clone, Debug, PartialEq)]
+struct Line {
+    file: String,
+    number: usize,
+    text: String,
+    code: String,
+    test_only: bool,
+    /// Name of an out-of-line module declared here under a test cfg (`#[cfg(test)] mod tests;`).
+    test_module: Option<String>,
+}
+
+fn test_module_names(lines: &[Line]) -> Vec<String> {
+    lines.iter().filter_map(|l| l.test_module.clone()).collect()
+}
+
+/// True for `#[cfg(test)]`, `#[cfg(any(test, feature = "testing"))]`, `#[cfg(all(test, …))]`.
+fn is_test_cfg(code: &str) -> bool {
+    let code = code.trim();
+    if !code.starts_with("#[cfg(") {
+        return false;
+    }
+    let tokens: Vec<&str> =
+        code.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|t| !t.is_empty()).collect();
+    tokens.contains(&"test") && !tokens.contains(&"not")
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Lexer {
+    Code,
+    BlockComment(u32),
+    Str,
+    RawStr(usize),
+}
+
+/// Splits `text` into lines, blanks comments and string contents, and marks test-only items:
+/// from a test `#[cfg]` attribute to the end of the item it applies to (the matching `}` of
+/// its first `{`, or a `;` before any `{`).
+fn scan(text: &str) -> Vec<Line> {
+    let mut lexer = Lexer::Code;
+    let mut lines = Vec::new();
+    // Test item being skipped: `None` outside; `Some(depth)` inside, depth of braces opened
+    // since the attribute.
+    let mut test_item: Option<u32> = None;
+    for (idx, raw) in text.lines().enumerate() {
+        let (code, next) = blank_line(raw, lexer);
+        lexer = next;
+        let starts_test = test_item.is_none() && is_test_cfg(&code);
+        if starts_test {
+            test_item = Some(0);
+        }
+        let test_only = test_item.is_some();
+        let mut test_module = None;
+        if let Some(mut depth) = test_item {
+            let mut ended = false;
+            let mut opened = depth > 0;
+            // The attribute's own brackets are not braces, so scan the whole line.
+            for c in code.chars() {
+                match c {
+                    '{' => {
+                        depth += 1;
+                        opened = true;
+                    }
+                    '}' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            ended = true;
+                            break;
+                        }
+                    }
+                    ';' if !opened => {
+                        ended = true;
+                        test_module = out_of_line_module(&code);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            test_item = if ended { None } else { Some(depth) };
+        }
+        lines.push(Line { file: String::new(), number: idx + 1, text: raw.to_string(), code, test_only, test_module });
+    }
+    lines
+}
+
+/// `tests` from `mod tests;` / `pub(crate) mod tests;`.
+fn out_of_line_module(code: &str) -> Option<String> {
+    let rest = &code[code.find("mod ")? + 4..];
+    let name = rest.trim().trim_end_matches(';').trim();
+    (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then(|| name.to_string())
+}
+
+/// One line with comments removed and string/char literal contents replaced by spaces,
+/// carrying block-comment and multi-line-string state to the next line.
+fn blank_line(raw: &str, mut state: Lexer) -> (String, Lexer) {
+    let chars: Vec<char> = raw.chars().collect();
+    let mut code = String::with_capacity(raw.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        match state {
+            Lexer::BlockComment(depth) => {
+                if c == '*' && next == Some('/') {
+                    state = if depth == 1 { Lexer::Code } else { Lexer::BlockComment(depth - 1) };
+                    i += 1;
+                } else if c == '/' && next == Some('*') {
+                    state = Lexer::BlockComment(depth + 1);
+                    i += 1;
+                }
+            }
+            Lexer::Str => {
+                if c == '\\' {
+                    i += 1;
+                } else if c == '"' {
+                    code.push('"');
+                    state = Lexer::Code;
+                } else {
+                    code.push(' ');
+                }
+            }
+            Lexer::RawStr(hashes) => {
+                let closes = c == '"' && (1..=hashes).all(|k| chars.get(i + k) == Some(&'#'));
+                if closes {
+                    code.push('"');
+                    i += hashes;
+                    state = Lexer::Code;
+                } else {
+                    code.push(' ');
+                }
+            }
+            Lexer::Code => {
+                if c == '/' && next == Some('/') {
+                    break;
+                } else if c == '/' && next == Some('*') {
+                    state = Lexer::BlockComment(1);
+                    i += 1;
+                } else if c == '"' {
+                    code.push('"');
+                    state = Lexer::Str;
+                } else if c == 'r' && !prev_is_ident(&chars, i) && matches!(next, Some('"' | '#')) {
+                    let hashes = chars[i + 1..].iter().take_while(|&&h| h == '#').count();
+                    if chars.get(i + 1 + hashes) == Some(&'"') {
+                        code.push('"');
+                        state = Lexer::RawStr(hashes);
+                        i += hashes + 1;
+                    } else {
+                        code.push(c);
+                    }
+                } else if c == '\'' {
+                    // A char literal ('x', '\n', '\u{7f}') is blanked; a lifetime ('a) is kept.
+                    let close = if next == Some('\\') {
+                        chars[i + 2..].iter().position(|&q| q == '\'').map(|p| i + 2 + p)
+                    } else if chars.get(i + 2) == Some(&'\'') {
+                        Some(i + 2)
+                    } else {
+                        None
+                    };
+                    match close {
+                        Some(end) => {
+                            code.push_str("' '");
+                            i = end;
+                        }
+                        None => code.push(c),
+                    }
+                } else {
+                    code.push(c);
+                }
+            }
+        }
+        i += 1;
+    }
+    (code, state)
+}
+
+fn prev_is_ident(chars: &[char], i: usize) -> bool {
+    i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_')
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scanner's own tests: tidy must be able to fail.
+
+#[test]
+fn scanner_marks_test_items_and_ignores_comments_and_strings() {
+    let source = r###"//! Docs may say std::fs and .unwrap() freely.
+use std::collections::HashMap; // a comment naming Instant::now
+/* block comment with std::net
+   still in it: .unwrap() */
+fn real() -> u8 {
+    let message = "std::fs in a string";
+    let raw = r#"raw "std::net" text"#;
+    let brace = '{';
+    let x: Option<u8> = None;
+    x.unwrap()
+}
+
+#[cfg(test)]
+mod tests {
+    fn inner() {
+        let _ = std::fs::read("x").unwrap();
+    }
+}
+
+fn after_tests() { std::thread::spawn(|| ()); }
+
+#[cfg(any(test, feature = "testing"))]
+pub fn helper() -> u8 { Some(1).unwrap() }
+
+#[cfg(test)]
+mod more_tests;
+
+#[cfg(not(test))]
+fn only_in_production() { std::fs::remove_file("x").unwrap(); }
+"###;
+    let lines = scan(source);
+    let flagged = |pattern: &str| -> Vec<usize> {
+        lines.iter().filter(|l| !l.test_only && l.code.contains(pattern)).map(|l| l.number).collect()
+    };
+    assert_eq!(flagged(".unwrap()"), vec![10, 29]);
+    assert_eq!(flagged("std::fs"), vec![29]);
+    assert_eq!(flagged("std::net"), Vec::<usize>::new());
+    assert_eq!(flagged("Instant::now"), Vec::<usize>::new());
+    assert_eq!(flagged("thread::spawn"), vec![20]);
+    let test_lines: Vec<usize> = lines.iter().filter(|l| l.test_only).map(|l| l.number).collect();
+    assert_eq!(test_lines, vec![13, 14, 15, 16, 17, 18, 22, 23, 25, 26]);
+    assert_eq!(test_module_names(&lines), vec!["more_tests".to_string()]);
+}
+
+#[test]
+fn test_modules_resolve_beside_their_parent() {
+    let [a, b] = module_paths(Path::new("src/lib.rs"), "tests");
+    assert_eq!((a, b), (PathBuf::from("src/tests.rs"), PathBuf::from("src/tests/mod.rs")));
+    let [a, _] = module_paths(Path::new("src/book/l2.rs"), "tests");
+    assert_eq!(a, PathBuf::from("src/book/l2/tests.rs"));
+}
+
+#[test]
+fn grouped_imports_are_caught() {
+    assert_eq!(grouped_std_import("use std::{fs, io};"), Some("fs"));
+    assert_eq!(grouped_std_import("use std::{io, net::TcpStream};"), Some("net"));
+    assert_eq!(grouped_std_import("use std::{fmt, io};"), None);
+    assert_eq!(grouped_std_import("use std::collections::HashMap;"), None);
+}
