@@ -25,6 +25,7 @@
 //! - `manage`: cancel, cancel-all, edit, close-position, GTD expiry, triggers.
 //! - `account`: positions, balances, fees, the margin model.
 //! - `query`: price inputs and read-only queries (orders, positions, summary, book, ticker…).
+//! - `naive`: `NaiveMatcher`, the linear-scan reference matcher (tests, bench baseline).
 //! - `synth`: the seeded synthetic market (makers, takers, random-walk index and mark).
 
 pub mod account;
@@ -33,6 +34,7 @@ pub mod engine;
 pub mod event;
 mod manage;
 mod matching;
+pub mod naive;
 pub mod order;
 pub mod query;
 pub mod reject;
