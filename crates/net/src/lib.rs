@@ -1,1 +1,36 @@
-//! (being written)
+//! Network plumbing shared by ticktrade's clients: WebSocket connect (plain on loopback,
+//! rustls with certificate verification elsewhere) and reconnect backoff with jitter.
+//!
+//! Owns: TCP connect with `TCP_NODELAY`, the TLS client configuration (webpki roots, no
+//! "accept any certificate" switch), WebSocket frame limits, and the backoff schedule.
+//! Must not: know any venue's protocol, log payloads, or hold credentials.
+//!
+//! # Layout
+//! - `ws`: [`connect_ws`], [`WsStream`], [`ConnectOptions`].
+//! - `backoff`: [`Backoff`], exponential backoff with full jitter.
+
+mod backoff;
+mod ws;
+
+pub use backoff::Backoff;
+pub use tokio_tungstenite::tungstenite::Message;
+pub use ws::{ConnectOptions, WsStream, connect_ws, is_loopback_url};
+
+/// Why a connection could not be made or was lost.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    #[error("invalid url {url}: {reason}")]
+    Url { url: String, reason: &'static str },
+    #[error("plain ws:// to non-loopback host {host} refused (use wss://)")]
+    PlainRemote { host: String },
+    #[error("connect to {addr}: {source}")]
+    Connect { addr: String, source: std::io::Error },
+    #[error("connect to {addr} timed out")]
+    ConnectTimeout { addr: String },
+    #[error("tls: {0}")]
+    Tls(String),
+    #[error("websocket: {0}")]
+    Ws(#[from] tokio_tungstenite::tungstenite::Error),
+    #[error("connection closed{}", .reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    Closed { reason: Option<String> },
+}
