@@ -16,6 +16,7 @@
 //! - `error`: Deribit's RPC error codes and the JSON-RPC ones.
 //! - `signature`: `client_signature` and `deri-hmac-sha256`, and the `Secret` newtype.
 //! - `api`: typed method params and results.
+//! - `order`: the hot path's limit-order encoder and the origin `OrderLabel`.
 //! - `scan` (private): the small JSON scanner the hand decoders share.
 
 pub mod api;
@@ -24,6 +25,7 @@ pub mod channel;
 pub mod envelope;
 pub mod error;
 pub mod instrument;
+pub mod order;
 mod scan;
 pub mod signature;
 
