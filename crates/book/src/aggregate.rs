@@ -25,6 +25,8 @@
 //! stops once the coarsest variant has its N buckets; the property tests check each variant
 //! against a direct recomputation.
 
+use std::ops::ControlFlow;
+
 use ticktrade_core::{Decimal, Price, Qty, Side};
 
 use crate::l2::{L2Book, Level};
@@ -257,7 +259,7 @@ struct Acc {
 
 impl Acc {
     /// Adds a level (or a finer bucket); returns the bucket this closed, if any.
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, level: AggLevel) -> Option<AggLevel> {
         if let Some(cur) = &mut self.cur
             && !worse(self.side, level.price, cur.price)
@@ -314,8 +316,13 @@ impl AggregateBuf {
 
     /// Recomputes all seven variants of both sides of `book`.
     pub fn aggregate_book(&mut self, book: &L2Book) {
-        self.aggregate_side(Side::Buy, book.levels(Side::Buy));
-        self.aggregate_side(Side::Sell, book.levels(Side::Sell));
+        for side in [Side::Buy, Side::Sell] {
+            self.run_side(side, |chain| {
+                book.walk_levels(side, |level| {
+                    if chain.step(level.into()) { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+                })
+            });
+        }
     }
 
     /// Recomputes all seven variants of one side from its best-first levels.
@@ -324,6 +331,19 @@ impl AggregateBuf {
         I: IntoIterator<Item = L>,
         L: Into<AggLevel>,
     {
+        self.run_side(side, |chain| {
+            for level in levels {
+                if chain.step(level.into()) {
+                    break;
+                }
+            }
+        });
+    }
+
+    /// Clears one side's buffers, lets `source` feed levels to the chain (the step returns
+    /// true once every variant is complete), then flushes the open buckets.
+    #[inline]
+    fn run_side(&mut self, side: Side, source: impl FnOnce(&mut Chain<'_>)) {
         let n = self.n;
         let bufs = &mut self.levels[side_index(side)];
         for b in bufs.iter_mut() {
@@ -339,19 +359,8 @@ impl AggregateBuf {
             cur: None,
             out: std::mem::take(&mut bufs[i]),
         });
-        let mut chain = Chain { accs: &mut accs };
-        for level in levels {
-            let level = level.into();
-            if chain.accs[0].out.len() < n {
-                chain.accs[0].out.push(level);
-            }
-            if let Some(b5) = chain.accs[1].push(level) {
-                chain.feed_sig5(b5);
-            }
-            if chain.accs[6].out.len() >= n {
-                break;
-            }
-        }
+        let mut chain = Chain { accs: &mut accs, n, entry: Entry::Full };
+        source(&mut chain);
         chain.flush();
         for (b, acc) in bufs.iter_mut().zip(accs) {
             *b = acc.out;
@@ -365,11 +374,87 @@ impl AggregateBuf {
 }
 
 /// The derivation chain of `AggregateBuf`: 5 → (5,2); 5 → (5,5) → 4 → 3 → 2.
+///
+/// Once the finer variants have their `n` buckets, source levels skip them and enter the
+/// chain lower down (`Entry`): deep in a book only the coarse variants still need levels, and
+/// feeding a level straight to a coarse walk buckets it exactly as feeding it through the
+/// finer buckets would (the buckets nest).
 struct Chain<'a> {
     accs: &'a mut [Acc; 7],
+    n: usize,
+    entry: Entry,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    /// Every variant still takes levels.
+    Full,
+    /// Full and the three 5-figure variants are complete: levels enter at 4 figures.
+    Sig4,
+    /// Only the 2-figure variant is incomplete.
+    Sig2,
 }
 
 impl Chain<'_> {
+    /// Feeds one source level; returns true when every variant is complete.
+    #[inline]
+    fn step(&mut self, level: AggLevel) -> bool {
+        match self.entry {
+            Entry::Full => {
+                if self.accs[0].out.len() < self.n {
+                    self.accs[0].out.push(level);
+                }
+                if let Some(b5) = self.accs[1].push(level) {
+                    self.feed_sig5(b5);
+                    self.advance();
+                }
+            }
+            Entry::Sig4 => {
+                if let Some(b4) = self.accs[4].push(level) {
+                    if let Some(b3) = self.accs[5].push(b4) {
+                        self.accs[6].push(b3);
+                    }
+                    self.advance();
+                }
+            }
+            Entry::Sig2 => {
+                self.accs[6].push(level);
+            }
+        }
+        self.accs[6].out.len() >= self.n
+    }
+
+    fn full(&self, i: usize) -> bool {
+        self.accs[i].out.len() >= self.n
+    }
+
+    /// Moves the entry point down when the variants above it are complete. Their open
+    /// buckets are passed on first; they are complete, so nothing more is stored in them.
+    #[cold]
+    fn advance(&mut self) {
+        if self.entry == Entry::Full && (0..4).all(|i| self.full(i)) {
+            if let Some(b5) = self.accs[1].finish() {
+                self.feed_sig5(b5);
+            }
+            self.accs[2].finish();
+            if let Some(b55) = self.accs[3].finish() {
+                self.feed_sig55(b55);
+            }
+            self.entry = Entry::Sig4;
+        }
+        if self.entry == Entry::Sig4 && (4..6).all(|i| self.full(i)) {
+            if let Some(b4) = self.accs[4].finish()
+                && let Some(b3) = self.accs[5].push(b4)
+            {
+                self.accs[6].push(b3);
+            }
+            if let Some(b3) = self.accs[5].finish() {
+                self.accs[6].push(b3);
+            }
+            self.entry = Entry::Sig2;
+        }
+    }
+
     #[inline]
     fn feed_sig5(&mut self, b5: AggLevel) {
         self.accs[2].push(b5);
@@ -387,7 +472,8 @@ impl Chain<'_> {
         }
     }
 
-    /// Closes the open buckets finest first, passing each down the chain.
+    /// Closes the open buckets finest first, passing each down the chain (walks that were
+    /// skipped have no open bucket).
     fn flush(&mut self) {
         if let Some(b5) = self.accs[1].finish() {
             self.feed_sig5(b5);

@@ -236,6 +236,13 @@ impl L2Book {
         Levels { inner: self.ladder(side).iter() }
     }
 
+    /// Calls `f` for each level of a side, best first, until it returns `Break`: the fastest
+    /// way to walk a side (no iterator state).
+    #[inline]
+    pub fn walk_levels(&self, side: Side, mut f: impl FnMut(Level) -> std::ops::ControlFlow<()>) {
+        self.ladder(side).walk(|p, q| f(to_level((p, q))));
+    }
+
     /// The best `n` levels of a side, best first.
     pub fn top(&self, side: Side, n: usize) -> std::iter::Take<Levels<'_>> {
         self.levels(side).take(n)
