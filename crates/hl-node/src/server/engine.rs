@@ -1,0 +1,553 @@
+//! The engine: one thread that reads the node's files, applies blocks, and publishes.
+//!
+//! Owns: the followers, the joiner, the books, the subscribers, and the order of everything:
+//! requests and blocks are handled one at a time on this thread, so a client's
+//! `subscriptionResponse`, its first snapshot and every later update arrive strictly in block
+//! order, with no task per message and no lock (the fix for OBS's out-of-order defect).
+//! Must not: block on a client (queues are bounded, `try_send` only) or fetch a snapshot.
+//!
+//! Per block, work follows demand: L2 is computed only for coins that changed in the block and
+//! only for the `(variant, nLevels)` pairs someone subscribed to, once per pair, and the encoded
+//! frame is shared by all its subscribers.
+
+use std::collections::HashSet;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::{Message, Utf8Bytes};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot};
+
+use ticktrade_core::{Side, Utc};
+use ticktrade_hl_proto::info::InfoRequest;
+use ticktrade_hl_proto::node::{
+    Batch, BookDiff, NodeFill, OrderStatus, scan_block_number, scan_coins, trades_from_fills,
+};
+use ticktrade_hl_proto::time::parse_node_time;
+use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Params, L2Variant, Subscription, UnitLevel, errors};
+
+use super::publish::{ClientId, L2Key, Slot, Subscribers};
+use crate::books::Books;
+use crate::coins::CoinId;
+use crate::follow::Follower;
+use crate::join::{Joined, Joiner, Line, Stream};
+
+/// How the engine runs.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Only these coins are kept and served (`--coins`); `None` = all.
+    pub coins: Option<HashSet<String>>,
+    /// Relay node lines to every client instead of keeping books (`--raw`).
+    pub raw: bool,
+    /// Polling fallback interval when no file notification arrives.
+    pub poll: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> EngineConfig {
+        EngineConfig { coins: None, raw: false, poll: Duration::from_millis(100) }
+    }
+}
+
+/// Messages into the engine thread.
+pub enum EngineMsg {
+    /// Something changed under the data directory.
+    Files,
+    Connect {
+        id: ClientId,
+        tx: mpsc::Sender<Message>,
+        kill: oneshot::Sender<String>,
+    },
+    Request {
+        id: ClientId,
+        message: ClientMessage,
+        text: String,
+    },
+    Disconnect {
+        id: ClientId,
+    },
+    Info {
+        request: InfoRequest,
+        reply: oneshot::Sender<String>,
+    },
+    Stop,
+}
+
+/// Figures the engine exposes (for `ticktrade bench hl` and tests).
+#[derive(Debug, Default)]
+pub struct EngineStats {
+    /// Nanoseconds from "both lines of a block are in memory" to "all frames queued".
+    pub block_ns: Vec<u64>,
+    /// Height of the last applied block.
+    pub height: u64,
+    /// Malformed input and apply errors, `file:line: what`.
+    pub reports: Vec<String>,
+}
+
+/// The engine state.
+pub struct Engine {
+    config: EngineConfig,
+    books: Books,
+    followers: Vec<Follower>,
+    joiner: Joiner,
+    subs: Subscribers,
+    lines: Vec<Line>,
+    last_fill_height: u64,
+    stats: Arc<Mutex<EngineStats>>,
+    record_timings: bool,
+    bids: Vec<UnitLevel>,
+    asks: Vec<UnitLevel>,
+    frame: Vec<u8>,
+    dead: Vec<ClientId>,
+}
+
+fn decode_events<'a, T: Deserialize<'a>>(
+    line: &'a Line,
+    out: &mut Vec<T>,
+    damaged: &mut Vec<String>,
+    reports: &mut Vec<String>,
+) -> Option<&'a str> {
+    let batch = match Batch::parse(&line.text) {
+        Ok(batch) => batch,
+        Err(err) => {
+            damaged.extend(scan_coins(&line.text).into_iter().map(str::to_owned));
+            reports.push(format!("{}: malformed line skipped: {err}", line.origin));
+            return None;
+        }
+    };
+    for (i, raw) in batch.events.iter().enumerate() {
+        match serde_json::from_str::<T>(raw.get()) {
+            Ok(event) => out.push(event),
+            Err(err) => {
+                damaged.extend(scan_coins(raw.get()).into_iter().map(str::to_owned));
+                reports.push(format!("{}: event {i} skipped: {err}", line.origin));
+            }
+        }
+    }
+    Some(batch.block_time)
+}
+
+impl Engine {
+    /// An engine over `books` (already at the snapshot height) following `followers`.
+    pub fn new(config: EngineConfig, books: Books, followers: Vec<Follower>) -> Engine {
+        let height = books.height();
+        Engine {
+            config,
+            books,
+            followers,
+            joiner: Joiner::new(height),
+            subs: Subscribers::default(),
+            lines: Vec::new(),
+            last_fill_height: height,
+            stats: Arc::new(Mutex::new(EngineStats { height, ..EngineStats::default() })),
+            record_timings: false,
+            bids: Vec::with_capacity(128),
+            asks: Vec::with_capacity(128),
+            frame: Vec::with_capacity(1 << 14),
+            dead: Vec::new(),
+        }
+    }
+
+    /// Keep every block's processing time in the stats (benchmarks).
+    pub fn record_timings(&mut self, on: bool) {
+        self.record_timings = on;
+    }
+
+    pub fn stats(&self) -> Arc<Mutex<EngineStats>> {
+        self.stats.clone()
+    }
+
+    pub fn books(&self) -> &Books {
+        &self.books
+    }
+
+    fn allowed(&self, coin: &str) -> bool {
+        self.config.coins.as_ref().is_none_or(|set| set.contains(coin))
+    }
+
+    /// Runs until `Stop` or until every sender is gone.
+    pub fn run(mut self, rx: Receiver<EngineMsg>) {
+        self.poll_files();
+        loop {
+            let first = match rx.recv_timeout(self.config.poll) {
+                Ok(msg) => Some(msg),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
+            let mut files = first.is_none();
+            for msg in first.into_iter().chain(rx.try_iter()) {
+                match msg {
+                    EngineMsg::Files => files = true,
+                    EngineMsg::Stop => return,
+                    other => self.handle(other),
+                }
+            }
+            if files {
+                self.poll_files();
+            }
+        }
+    }
+
+    /// Handles one non-file message.
+    pub fn handle(&mut self, msg: EngineMsg) {
+        match msg {
+            EngineMsg::Connect { id, tx, kill } => self.subs.connect(id, tx, kill, self.config.raw),
+            EngineMsg::Request { id, message, text } => self.on_request(id, message, &text),
+            EngineMsg::Disconnect { id } => self.drop_client(id),
+            EngineMsg::Info { request, reply } => {
+                let _ = reply.send(self.info(request));
+            }
+            EngineMsg::Files | EngineMsg::Stop => {}
+        }
+        self.reap();
+    }
+
+    /// Reads every new line and processes what became complete.
+    pub fn poll_files(&mut self) {
+        let mut lines = std::mem::take(&mut self.lines);
+        let mut errors = Vec::new();
+        for follower in &mut self.followers {
+            if let Err(err) = follower.poll(&mut lines) {
+                errors.push(format!("{:?} stream: read error: {err}", follower.stream()));
+            }
+        }
+        for err in errors {
+            self.report(err);
+        }
+        for line in lines.drain(..) {
+            self.ingest(line);
+        }
+        self.lines = lines;
+        self.reap();
+    }
+
+    fn report(&self, message: String) {
+        tracing::warn!("{message}");
+        if let Ok(mut stats) = self.stats.lock()
+            && stats.reports.len() < 10_000
+        {
+            stats.reports.push(message);
+        }
+    }
+
+    fn ingest(&mut self, line: Line) {
+        if self.config.raw {
+            self.relay(&line);
+            return;
+        }
+        let Some(height) = scan_block_number(&line.text) else {
+            self.report(format!("{}: malformed line skipped: no block_number", line.origin));
+            for coin in scan_coins(&line.text) {
+                let id = self.books.coin_id(coin);
+                self.books.mark_stale(id);
+            }
+            return;
+        };
+        match line.stream {
+            Stream::Fills => self.on_fills(height, &line),
+            _ => {
+                self.joiner.push(height, line);
+                while let Some(joined) = self.joiner.pop() {
+                    match joined {
+                        Joined::Block { height, statuses, diffs } => self.on_block(height, &statuses, &diffs),
+                        Joined::Gap { height } => {
+                            self.report(format!(
+                                "block {height} missing from a stream: every book is stale until the next snapshot"
+                            ));
+                            self.books.mark_all_stale();
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn relay(&mut self, line: &Line) {
+        if serde_json::from_str::<&RawValue>(&line.text).is_err() {
+            self.report(format!("{}: malformed line not relayed", line.origin));
+            return;
+        }
+        let frame =
+            format!(r#"{{"channel":"raw","data":{{"stream":"{}","block":{}}}}}"#, line.stream.dir_name(), line.text);
+        let frame = Utf8Bytes::from(frame);
+        for id in self.subs.raw.clone() {
+            self.subs.send(id, frame.clone(), &mut self.dead);
+        }
+    }
+
+    fn on_fills(&mut self, height: u64, line: &Line) {
+        if height <= self.last_fill_height {
+            return;
+        }
+        self.last_fill_height = height;
+        if self.subs.trades.is_empty() {
+            return;
+        }
+        let (mut fills, mut damaged, mut reports) = (Vec::<NodeFill<'_>>::new(), Vec::new(), Vec::new());
+        decode_events(line, &mut fills, &mut damaged, &mut reports);
+        for r in reports {
+            self.report(r);
+        }
+        let trades = trades_from_fills(&fills);
+        let mut start = 0;
+        while start < trades.len() {
+            let coin = trades[start].coin;
+            let end = start + trades[start..].iter().take_while(|t| t.coin == coin).count();
+            if let Some(ids) = self.subs.trades.get(coin).cloned() {
+                let same: Vec<_> = trades[start..end].to_vec();
+                let frame = Utf8Bytes::from(proto::trades_frame(&same));
+                for id in ids {
+                    self.subs.send(id, frame.clone(), &mut self.dead);
+                }
+            }
+            start = end;
+        }
+    }
+
+    fn on_block(&mut self, height: u64, statuses_line: &Line, diffs_line: &Line) {
+        let started = Instant::now();
+        let (mut statuses, mut diffs) = (Vec::<OrderStatus<'_>>::new(), Vec::<BookDiff<'_>>::new());
+        let (mut damaged, mut reports) = (Vec::new(), Vec::new());
+        let t1 = decode_events(statuses_line, &mut statuses, &mut damaged, &mut reports);
+        let t2 = decode_events(diffs_line, &mut diffs, &mut damaged, &mut reports);
+        let time = t1.or(t2).and_then(|t| parse_node_time(t).ok()).unwrap_or(self.books.time());
+        if self.config.coins.is_some() {
+            statuses.retain(|s| self.allowed(&s.order.coin));
+            diffs.retain(|d| self.allowed(&d.coin));
+        }
+        for r in reports {
+            self.report(r);
+        }
+        for coin in damaged {
+            if self.allowed(&coin) {
+                let id = self.books.coin_id(&coin);
+                self.books.mark_stale(id);
+            }
+        }
+        let outcome = self.books.apply_block(height, time, &statuses, &diffs);
+        for (_, err) in &outcome.errors {
+            self.report(format!("{}: {err}; coin stale until the next snapshot", diffs_line.origin));
+        }
+        self.publish_l4(height, time, &statuses, &diffs);
+        for &coin in &outcome.changed {
+            self.publish_l2(coin);
+        }
+        if let Ok(mut stats) = self.stats.lock() {
+            stats.height = height;
+            if self.record_timings {
+                stats.block_ns.push(started.elapsed().as_nanos() as u64);
+            }
+        }
+    }
+
+    fn publish_l4(&mut self, height: u64, time: Utc, statuses: &[OrderStatus<'_>], diffs: &[BookDiff<'_>]) {
+        if self.subs.l4.is_empty() {
+            return;
+        }
+        let time_ms = time.as_millis().max(0) as u64;
+        let wanted: Vec<(CoinId, Vec<ClientId>)> = self.subs.l4.iter().map(|(c, ids)| (*c, ids.clone())).collect();
+        for (coin, ids) in wanted {
+            let name = self.books.coins.spec(coin).name.as_str();
+            let st: Vec<proto::L4Status<'_>> =
+                statuses.iter().filter(|s| s.order.coin == name).map(proto::L4Status::from_node).collect();
+            let df: Vec<proto::L4Diff<'_>> =
+                diffs.iter().filter(|d| d.coin == name).map(proto::L4Diff::from_node).collect();
+            if st.is_empty() && df.is_empty() {
+                continue;
+            }
+            let frame = Utf8Bytes::from(proto::l4_updates_frame(time_ms, height, &st, &df));
+            for id in ids {
+                self.subs.send(id, frame.clone(), &mut self.dead);
+            }
+        }
+    }
+
+    /// Encodes the `l2Book` frame of `coin` at `key` into `self.frame`.
+    fn encode_l2(&mut self, coin: CoinId, variant: L2Variant, n_levels: usize) -> bool {
+        let Some(book) = self.books.book(coin) else { return false };
+        if book.stale {
+            return false;
+        }
+        crate::l2::aggregate(book.book.levels(Side::Buy), true, variant, n_levels, &mut self.bids);
+        crate::l2::aggregate(book.book.levels(Side::Sell), false, variant, n_levels, &mut self.asks);
+        let spec = self.books.coins.spec(coin);
+        self.frame.clear();
+        let time_ms = self.books.time().as_millis().max(0) as u64;
+        proto::write_l2_frame(&mut self.frame, &spec.name, time_ms, spec.units, &self.bids, &self.asks);
+        true
+    }
+
+    fn publish_l2(&mut self, coin: CoinId) {
+        let Some(keys) = self.subs.l2.remove(&coin) else { return };
+        for (key, ids) in &keys {
+            if !self.encode_l2(coin, L2Variant::ALL[usize::from(key.variant_idx)], usize::from(key.n_levels)) {
+                continue;
+            }
+            let frame = Utf8Bytes::from(String::from_utf8_lossy(&self.frame).into_owned());
+            for &id in ids {
+                self.subs.send(id, frame.clone(), &mut self.dead);
+            }
+        }
+        self.subs.l2.insert(coin, keys);
+    }
+
+    fn slot_for(&self, sub: &Subscription) -> Option<Slot> {
+        if self.config.raw || !self.allowed(sub.coin()) {
+            return None;
+        }
+        let coin = self.books.coins.id(sub.coin())?;
+        match sub {
+            Subscription::L2Book { n_sig_figs, mantissa, n_levels, fast, .. } => {
+                let params = L2Params::new(*n_sig_figs, *mantissa, *n_levels, *fast)?;
+                Some(Slot::L2(coin, L2Key::new(params)))
+            }
+            Subscription::Trades { coin } => Some(Slot::Trades(coin.clone())),
+            Subscription::L4Book { .. } => Some(Slot::L4(coin)),
+        }
+    }
+
+    fn send_text(&mut self, id: ClientId, text: String) {
+        self.subs.send(id, Utf8Bytes::from(text), &mut self.dead);
+    }
+
+    fn on_request(&mut self, id: ClientId, message: ClientMessage, text: &str) {
+        match message {
+            ClientMessage::Ping => self.send_text(id, proto::pong().to_owned()),
+            ClientMessage::Subscribe { subscription } => {
+                let sub = subscription.normalised();
+                let Some(slot) = self.slot_for(&sub) else {
+                    return self.send_text(id, proto::error_frame(&errors::invalid(&sub.to_json())));
+                };
+                if self.subs.has(id, &sub) {
+                    return self.send_text(id, proto::error_frame(&errors::already(true, &sub.to_json())));
+                }
+                if !self.subs.add(id, sub.clone(), slot.clone()) {
+                    return;
+                }
+                self.send_text(id, proto::subscription_response(true, &sub));
+                match slot {
+                    Slot::L2(coin, key) => {
+                        if self.encode_l2(coin, L2Variant::ALL[usize::from(key.variant_idx)], usize::from(key.n_levels))
+                        {
+                            let frame = String::from_utf8_lossy(&self.frame).into_owned();
+                            self.send_text(id, frame);
+                        }
+                    }
+                    Slot::L4(coin) => {
+                        let orders = self.books.l4_orders(coin);
+                        let [bids, asks] =
+                            [&orders[0], &orders[1]].map(|side| side.iter().map(|o| o.as_l4()).collect::<Vec<_>>());
+                        let time_ms = self.books.time().as_millis().max(0) as u64;
+                        let frame = proto::l4_snapshot_frame(sub.coin(), time_ms, self.books.height(), &bids, &asks);
+                        self.send_text(id, frame);
+                    }
+                    Slot::Trades(_) => {}
+                }
+            }
+            ClientMessage::Unsubscribe { subscription } => {
+                let sub = subscription.normalised();
+                match self.slot_for(&sub) {
+                    Some(slot) if self.subs.has(id, &sub) => {
+                        self.subs.remove_sub(id, &sub, &slot);
+                        self.send_text(id, proto::subscription_response(false, &sub));
+                    }
+                    _ => self.send_text(id, proto::error_frame(&errors::already(false, &sub.to_json()))),
+                }
+            }
+            ClientMessage::Post { id: request_id, request } => {
+                let reply = if request.kind != "info" {
+                    proto::post_error(request_id, "only info requests are supported by this read-only server")
+                } else {
+                    match serde_json::from_value::<InfoRequest>(request.payload) {
+                        Ok(InfoRequest::L2Book { coin, n_sig_figs, mantissa }) => {
+                            match self.l2_payload(&coin, n_sig_figs, mantissa) {
+                                Some(book) => proto::post_l2_response(request_id, &book),
+                                None => proto::post_error(request_id, &format!("Invalid l2Book request: {text}")),
+                            }
+                        }
+                        Ok(_) | Err(_) => proto::post_error(request_id, &format!("Unsupported post request: {text}")),
+                    }
+                };
+                self.send_text(id, reply);
+            }
+        }
+    }
+
+    /// The `WsBook` payload of a coin at 20 levels.
+    fn l2_payload(&mut self, coin: &str, n_sig_figs: Option<u32>, mantissa: Option<u32>) -> Option<String> {
+        let params = L2Params::new(n_sig_figs, mantissa, None, None)?;
+        let id = self.books.coins.id(coin).filter(|_| self.allowed(coin))?;
+        let book = self.books.book(id)?;
+        crate::l2::aggregate(book.book.levels(Side::Buy), true, params.variant, params.n_levels, &mut self.bids);
+        crate::l2::aggregate(book.book.levels(Side::Sell), false, params.variant, params.n_levels, &mut self.asks);
+        let spec = self.books.coins.spec(id);
+        let mut out = Vec::new();
+        proto::write_ws_book(
+            &mut out,
+            &spec.name,
+            self.books.time().as_millis().max(0) as u64,
+            spec.units,
+            &self.bids,
+            &self.asks,
+        );
+        String::from_utf8(out).ok()
+    }
+
+    /// Answers `l2Book` and `allMids` (`meta`/`spotMeta` are served by the HTTP layer).
+    fn info(&mut self, request: InfoRequest) -> String {
+        match request {
+            InfoRequest::L2Book { coin, n_sig_figs, mantissa } => {
+                self.l2_payload(&coin, n_sig_figs, mantissa).unwrap_or_else(|| "null".to_owned())
+            }
+            InfoRequest::AllMids { .. } => {
+                let mut mids = serde_json::Map::new();
+                for (id, spec) in self.books.coins.iter() {
+                    let Some(book) = self.books.book(id).filter(|b| !b.stale) else { continue };
+                    let (Some(bid), Some(ask)) = (book.book.best_price(Side::Buy), book.book.best_price(Side::Sell))
+                    else {
+                        continue;
+                    };
+                    let twice = i128::from(bid.raw()) + i128::from(ask.raw());
+                    let mantissa = twice * 5 * i128::from(spec.units.px.mantissa());
+                    let Ok(m) = i64::try_from(mantissa) else { continue };
+                    let Ok(mid) = ticktrade_core::Decimal::new(m, spec.units.px.scale() + 1) else { continue };
+                    mids.insert(spec.name.clone(), serde_json::Value::String(mid.to_string()));
+                }
+                serde_json::Value::Object(mids).to_string()
+            }
+            InfoRequest::Meta { .. } | InfoRequest::SpotMeta => "null".to_owned(),
+        }
+    }
+
+    fn drop_client(&mut self, id: ClientId) {
+        let raw = self.config.raw;
+        let coins = &self.books.coins;
+        let allowed = |c: &str| self.config.coins.as_ref().is_none_or(|set| set.contains(c));
+        self.subs.disconnect(id, |sub| {
+            if raw || !allowed(sub.coin()) {
+                return None;
+            }
+            let coin = coins.id(sub.coin())?;
+            Some(match sub {
+                Subscription::L2Book { n_sig_figs, mantissa, n_levels, fast, .. } => {
+                    Slot::L2(coin, L2Key::new(L2Params::new(*n_sig_figs, *mantissa, *n_levels, *fast)?))
+                }
+                Subscription::Trades { coin } => Slot::Trades(coin.clone()),
+                Subscription::L4Book { .. } => Slot::L4(coin),
+            })
+        });
+    }
+
+    fn reap(&mut self) {
+        while let Some(id) = self.dead.pop() {
+            self.drop_client(id);
+        }
+    }
+
+    /// Clients connected now.
+    pub fn n_clients(&self) -> usize {
+        self.subs.n_clients()
+    }
+}

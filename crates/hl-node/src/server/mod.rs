@@ -1,0 +1,208 @@
+//! The network side of `ticktrade hl`: `/ws` (Hyperliquid's WebSocket API) and `POST /info`
+//! on one port, plus the file watcher that wakes the engine.
+//!
+//! Owns: accepting connections (axum), one reader and one writer task per connection, the
+//! bounded outbound queue per client, and the watcher (notify, recursive on the data
+//! directory) with the engine's polling interval as the fallback.
+//! Must not: touch books (the engine thread does) or answer before the books are loaded (the
+//! engine is built from a loaded snapshot before `start` is called).
+
+pub mod engine;
+pub mod publish;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util::{SinkExt, StreamExt};
+use notify::{EventKind, RecursiveMode, Watcher};
+use tokio::sync::{mpsc, oneshot};
+
+use ticktrade_hl_proto::info::{InfoRequest, deserialize_error};
+use ticktrade_hl_proto::ws::{ClientMessage, errors};
+
+use engine::{Engine, EngineMsg};
+
+/// The `meta` and `spotMeta` documents served verbatim by `/info`.
+#[derive(Clone, Debug)]
+pub struct MetaDocs {
+    pub meta: String,
+    pub spot_meta: String,
+}
+
+/// Server options.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    /// Frames a client may have queued before it is disconnected as too slow.
+    pub queue: usize,
+}
+
+impl Default for ServeConfig {
+    fn default() -> ServeConfig {
+        ServeConfig { queue: 4096 }
+    }
+}
+
+struct AppState {
+    engine: std::sync::mpsc::Sender<EngineMsg>,
+    next_id: AtomicU64,
+    docs: MetaDocs,
+    config: ServeConfig,
+}
+
+/// A running server; dropping it does not stop it, call `stop`.
+pub struct Running {
+    pub addr: SocketAddr,
+    engine: std::sync::mpsc::Sender<EngineMsg>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    _watcher: Option<notify::RecommendedWatcher>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops the engine thread and the listener.
+    pub fn stop(mut self) {
+        let _ = self.engine.send(EngineMsg::Stop);
+        self.server.abort();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+
+    /// A handle to wake or drive the engine (tests and benchmarks).
+    pub fn engine(&self) -> std::sync::mpsc::Sender<EngineMsg> {
+        self.engine.clone()
+    }
+}
+
+/// Starts the engine thread, the file watcher and the HTTP/WebSocket server on `listener`.
+pub fn start(
+    listener: tokio::net::TcpListener,
+    engine: Engine,
+    data_dir: &Path,
+    docs: MetaDocs,
+    config: ServeConfig,
+) -> std::io::Result<Running> {
+    let addr = listener.local_addr()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::fs::create_dir_all(data_dir)?;
+    let watcher = watch(data_dir, tx.clone());
+    let thread = std::thread::Builder::new().name("hl-engine".into()).spawn(move || engine.run(rx))?;
+    let state = Arc::new(AppState { engine: tx.clone(), next_id: AtomicU64::new(1), docs, config });
+    let app = Router::new().route("/ws", get(ws_upgrade)).route("/info", post(info)).with_state(state);
+    let server = tokio::spawn(async move {
+        if let Err(err) = axum::serve(listener, app).await {
+            tracing::error!("server stopped: {err}");
+        }
+    });
+    Ok(Running { addr, engine: tx, thread: Some(thread), _watcher: watcher, server })
+}
+
+/// Recursive notification on the data directory; `None` (polling only) if it cannot be set up.
+fn watch(data_dir: &Path, tx: std::sync::mpsc::Sender<EngineMsg>) -> Option<notify::RecommendedWatcher> {
+    let handler = move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event
+            && matches!(event.kind, EventKind::Create(_) | EventKind::Modify(_))
+        {
+            let _ = tx.send(EngineMsg::Files);
+        }
+    };
+    match notify::recommended_watcher(handler) {
+        Ok(mut watcher) => match watcher.watch(data_dir, RecursiveMode::Recursive) {
+            Ok(()) => Some(watcher),
+            Err(err) => {
+                tracing::warn!("file notifications unavailable ({err}); polling only");
+                None
+            }
+        },
+        Err(err) => {
+            tracing::warn!("file notifications unavailable ({err}); polling only");
+            None
+        }
+    }
+}
+
+async fn info(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    let request = match serde_json::from_slice::<InfoRequest>(&body) {
+        Ok(request) => request,
+        Err(err) => return (StatusCode::UNPROCESSABLE_ENTITY, deserialize_error(&err)).into_response(),
+    };
+    let json = |text: String| ([(header::CONTENT_TYPE, "application/json")], text).into_response();
+    match request {
+        InfoRequest::Meta { .. } => json(state.docs.meta.clone()),
+        InfoRequest::SpotMeta => json(state.docs.spot_meta.clone()),
+        other => {
+            let (reply, wait) = oneshot::channel();
+            if state.engine.send(EngineMsg::Info { request: other, reply }).is_err() {
+                return (StatusCode::SERVICE_UNAVAILABLE, "engine stopped").into_response();
+            }
+            match wait.await {
+                Ok(text) => json(text),
+                Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "engine stopped").into_response(),
+            }
+        }
+    }
+}
+
+async fn ws_upgrade(State(state): State<Arc<AppState>>, ws: WebSocketUpgrade) -> Response {
+    ws.on_upgrade(move |socket| connection(socket, state))
+}
+
+async fn connection(socket: WebSocket, state: Arc<AppState>) {
+    let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+    let (tx, mut rx) = mpsc::channel::<Message>(state.config.queue);
+    let (kill_tx, mut kill_rx) = oneshot::channel::<String>();
+    if state.engine.send(EngineMsg::Connect { id, tx: tx.clone(), kill: kill_tx }).is_err() {
+        return;
+    }
+    let (mut sink, mut stream) = socket.split();
+    let writer = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                reason = &mut kill_rx => {
+                    let reason = reason.unwrap_or_else(|_| "server stopping".to_owned());
+                    let frame = CloseFrame { code: close_code::POLICY, reason: Utf8Bytes::from(reason) };
+                    let _ = sink.send(Message::Close(Some(frame))).await;
+                    break;
+                }
+                msg = rx.recv() => match msg {
+                    Some(msg) => if sink.send(msg).await.is_err() { break },
+                    None => break,
+                },
+            }
+        }
+    });
+    while let Some(Ok(msg)) = stream.next().await {
+        let text = match msg {
+            Message::Text(text) => text,
+            Message::Close(_) => break,
+            _ => continue,
+        };
+        match ClientMessage::parse(&text) {
+            Ok(ClientMessage::Ping) => {
+                let _ = tx.try_send(Message::Text(Utf8Bytes::from_static(r#"{"channel":"pong"}"#)));
+            }
+            Ok(message) => {
+                if state.engine.send(EngineMsg::Request { id, message, text: text.as_str().to_owned() }).is_err() {
+                    break;
+                }
+            }
+            Err(_) => {
+                let frame = ticktrade_hl_proto::ws::error_frame(&errors::parse(&text));
+                let _ = tx.try_send(Message::Text(Utf8Bytes::from(frame)));
+            }
+        }
+    }
+    let _ = state.engine.send(EngineMsg::Disconnect { id });
+    drop(tx);
+    let _ = writer.await;
+}
