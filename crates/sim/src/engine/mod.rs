@@ -1,0 +1,328 @@
+//! The engine task: the one owner of the venue, fed by a bounded queue of commands.
+//!
+//! Owns: the `Venue` (single-threaded, no locks on the matching path), the synthetic market
+//! timer, the session registry with each session's subscriptions and bounded outbound queue,
+//! fan-out of events as Deribit notifications, and book-change faults.
+//! Must not: block or await on a session: notifications go out with `try_send`; a full queue
+//! disconnects that session ("slow consumer") instead of buffering without limit.
+//!
+//! # Layout
+//! - `methods`: the RPC methods answered here.
+//! - `publish`: subscriptions, snapshots, aggregation (100ms/agg2), fan-out.
+
+mod methods;
+mod publish;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use ticktrade_core::Utc;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::fault::{Fault, FaultLog, Faults};
+use crate::venue::{AccountId, Event, Filter, Venue};
+use crate::wire::RpcError;
+
+pub use methods::ENGINE_METHODS;
+use publish::Subscriptions;
+
+/// A frame for a session's writer.
+#[derive(Clone, Debug)]
+pub enum Outbound {
+    Text(Arc<str>),
+    /// Close with a WebSocket close code and a reason.
+    Close(u16, String),
+}
+
+/// A session's kill switch: the engine (or a fault, or the reader) sets a close code and
+/// reason once; the reader and the writer both watch it, so the socket closes with that
+/// reason even when the outbound queue is full.
+#[derive(Debug)]
+pub struct Kill {
+    tx: watch::Sender<Option<(u16, String)>>,
+}
+
+impl Default for Kill {
+    fn default() -> Kill {
+        Kill { tx: watch::channel(None).0 }
+    }
+}
+
+impl Kill {
+    /// Sets the close reason (the first one wins).
+    pub fn fire(&self, code: u16, reason: &str) {
+        self.tx.send_if_modified(|slot| {
+            if slot.is_none() {
+                *slot = Some((code, reason.to_owned()));
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    pub fn reason(&self) -> Option<(u16, String)> {
+        self.tx.borrow().clone()
+    }
+
+    pub fn watch(&self) -> watch::Receiver<Option<(u16, String)>> {
+        self.tx.subscribe()
+    }
+}
+
+/// How the engine reaches a session.
+#[derive(Clone, Debug)]
+pub struct SessionTx {
+    pub tx: mpsc::Sender<Outbound>,
+    pub kill: Arc<Kill>,
+}
+
+/// A subscribe/unsubscribe request from a WebSocket session.
+#[derive(Debug)]
+pub struct SubscribeRequest {
+    pub session: u64,
+    pub account: Option<AccountId>,
+    pub channels: Vec<String>,
+    pub label: Option<String>,
+    /// The request id and arrival time, so the engine writes the response into the session's
+    /// queue before the first snapshot.
+    pub id: Option<String>,
+    pub us_in: i64,
+}
+
+/// Work for the engine task.
+pub enum Command {
+    Register {
+        session: u64,
+        tx: SessionTx,
+    },
+    /// The session ended; cancel the account's orders when cancel-on-disconnect was on.
+    Unregister {
+        session: u64,
+        cancel_orders_of: Option<AccountId>,
+    },
+    Call {
+        account: Option<AccountId>,
+        method: String,
+        params: Option<Box<RawValue>>,
+        reply: oneshot::Sender<Result<String, RpcError>>,
+    },
+    Subscribe {
+        request: SubscribeRequest,
+        reply: oneshot::Sender<Result<(), RpcError>>,
+    },
+    Unsubscribe {
+        session: u64,
+        channels: Option<Vec<String>>,
+        id: Option<String>,
+        us_in: i64,
+        reply: oneshot::Sender<()>,
+    },
+    Inject(Fault),
+    Inspect(Box<dyn FnOnce(&Venue) + Send>),
+    Shutdown,
+}
+
+/// Counters the status line and tests read.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub connections: AtomicU64,
+    pub orders: AtomicU64,
+    pub book_changes: AtomicU64,
+}
+
+/// What the engine needs besides the venue.
+pub struct EngineConfig {
+    pub rate_per_s: u32,
+    pub testnet: bool,
+    pub faults: Faults,
+    pub fault_log: Arc<FaultLog>,
+    pub stats: Arc<Stats>,
+}
+
+/// Microseconds since the epoch, now (the simulator is an I/O crate: it owns the clock).
+pub fn now_us() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
+}
+
+pub fn now_utc() -> Utc {
+    Utc::from_micros(now_us())
+}
+
+const TICK: Duration = Duration::from_millis(10);
+
+struct Engine {
+    venue: Venue,
+    subs: Subscriptions,
+    config: EngineConfig,
+    events: Vec<Event>,
+    synthetic_carry: u64,
+    ticks: u64,
+}
+
+/// Runs the engine until `Shutdown` or every sender is gone.
+pub async fn run(venue: Venue, config: EngineConfig, mut rx: mpsc::Receiver<Command>) {
+    let mut engine =
+        Engine { venue, subs: Subscriptions::default(), config, events: Vec::new(), synthetic_carry: 0, ticks: 0 };
+    let mut seed_events = Vec::new();
+    engine.venue.seed_books(now_utc(), &mut seed_events);
+    let mut timer = tokio::time::interval(TICK);
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            command = rx.recv() => match command {
+                None | Some(Command::Shutdown) => break,
+                Some(command) => engine.handle(command),
+            },
+            _ = timer.tick() => engine.tick(),
+        }
+    }
+    engine.subs.close_all(1001, "simulator shutting down");
+}
+
+impl Engine {
+    fn handle(&mut self, command: Command) {
+        let now = now_utc();
+        match command {
+            Command::Register { session, tx } => self.subs.register(session, tx),
+            Command::Unregister { session, cancel_orders_of } => {
+                self.subs.unregister(session);
+                if let Some(account) = cancel_orders_of {
+                    let cancelled = self.venue.cancel_where(
+                        now,
+                        account,
+                        &Filter::default(),
+                        "cancel_on_disconnect",
+                        &mut self.events,
+                    );
+                    tracing::info!(session, account, n = cancelled.len(), "cancel-on-disconnect");
+                    self.publish(now);
+                }
+            }
+            Command::Call { account, method, params, reply } => {
+                if matches!(method.as_str(), "private/buy" | "private/sell" | "private/edit" | "private/edit_by_label")
+                {
+                    self.config.stats.orders.fetch_add(1, Ordering::Relaxed);
+                }
+                let result = methods::call(&mut self.venue, now, account, &method, params.as_deref(), &mut self.events);
+                let _ = reply.send(result);
+                self.publish(now);
+            }
+            Command::Subscribe { request, reply } => {
+                let result =
+                    self.subs.subscribe(&mut self.venue, now, request, self.config.testnet, &mut self.config.faults);
+                let _ = reply.send(result);
+            }
+            Command::Unsubscribe { session, channels, id, us_in, reply } => {
+                self.subs.unsubscribe(session, channels, id, us_in, self.config.testnet);
+                let _ = reply.send(());
+            }
+            Command::Inject(fault) => {
+                tracing::info!(fault = fault.name(), "fault queued");
+                self.config.faults.inject(fault);
+                self.apply_due_faults(now, false);
+            }
+            Command::Inspect(f) => f(&self.venue),
+            Command::Shutdown => {}
+        }
+    }
+
+    fn tick(&mut self) {
+        let now = now_utc();
+        self.ticks += 1;
+        // Synthetic events at `rate_per_s`, carried in hundredths so low rates still happen.
+        self.synthetic_carry += u64::from(self.config.rate_per_s);
+        let n = self.synthetic_carry / 100;
+        self.synthetic_carry %= 100;
+        if n > 0 {
+            self.venue.step(now, n as u32, &mut self.events);
+            self.publish(now);
+        }
+        let every_100ms = self.ticks.is_multiple_of(10);
+        let every_2s = self.ticks.is_multiple_of(200);
+        let every_1s = self.ticks.is_multiple_of(100);
+        if every_100ms {
+            self.subs.flush_aggregated(
+                &self.venue,
+                now,
+                publish::Interval::Ms100,
+                &mut self.config.faults,
+                &self.config.fault_log,
+            );
+        }
+        if every_2s {
+            self.subs.flush_aggregated(
+                &self.venue,
+                now,
+                publish::Interval::Agg2,
+                &mut self.config.faults,
+                &self.config.fault_log,
+            );
+        }
+        self.config.stats.connections.store(self.subs.session_count() as u64, Ordering::Relaxed);
+        if every_1s {
+            self.subs.publish_index(&self.venue, now);
+            self.apply_due_faults(now, true);
+        }
+        self.apply_due_faults(now, false);
+    }
+
+    fn publish(&mut self, now: Utc) {
+        let mut events = std::mem::take(&mut self.events);
+        for event in events.drain(..) {
+            if matches!(event, Event::Book { .. }) {
+                self.config.stats.book_changes.fetch_add(1, Ordering::Relaxed);
+            }
+            self.subs.publish(&self.venue, now, &event, &mut self.config.faults, &self.config.fault_log);
+        }
+        self.events = events;
+    }
+
+    fn apply_due_faults(&mut self, now: Utc, second: bool) {
+        let mut due = self.config.faults.take_due();
+        if second {
+            due.extend(self.config.faults.tick_second());
+        }
+        for fault in due {
+            match fault {
+                Fault::Disconnect { session } => {
+                    for id in self.subs.session_ids(session) {
+                        self.config.fault_log.record("disconnect", format!("session {id}"));
+                        self.subs.kill(id, 4002, "fault injection: disconnect");
+                    }
+                }
+                Fault::MalformedFrame { session } => {
+                    for id in self.subs.session_ids(session) {
+                        self.config.fault_log.record("malformed_frame", format!("session {id}"));
+                        self.subs.send_text(id, Arc::from(MALFORMED));
+                    }
+                }
+                Fault::RestartBook { instrument, levels } => {
+                    let targets: Vec<usize> = match instrument.as_deref() {
+                        Some(name) => self.venue.find(name).into_iter().collect(),
+                        None => (0..self.venue.instrument_count()).collect(),
+                    };
+                    for instr in targets {
+                        let removed = self.venue.restart_book(now, instr, levels, &mut self.events);
+                        let name = self.venue.info(instr).instrument_name.clone();
+                        self.config.fault_log.record(
+                            "restart_book",
+                            format!(
+                                "{name} change_id {} removed [{}]",
+                                self.venue.change_id(instr),
+                                removed.join(", ")
+                            ),
+                        );
+                    }
+                    self.publish(now);
+                }
+                other => self.config.faults.inject(other),
+            }
+        }
+    }
+}
+
+/// A truncated notification: valid UTF-8, invalid JSON.
+pub const MALFORMED: &str = r#"{"jsonrpc":"2.0","method":"subscription","params":{"channel":"book."#;

@@ -1,0 +1,370 @@
+//! One client's view of the simulator: authentication, rate credits, heartbeat and
+//! cancel-on-disconnect state, and the dispatch of one request to its handler.
+//!
+//! Owns: the session methods (`public/auth`, `test`, `get_time`, `hello`, `status`,
+//! `set_heartbeat`, `disable_heartbeat`, cancel-on-disconnect, `logout`, subscribe family),
+//! the private-method gate (token, scope) and the per-request faults (delay, 10028). Both the
+//! WebSocket and the HTTP front ends call [`handle_text`]/[`handle_call`].
+//! Must not: touch the venue (the engine task does) or write to a socket (callers do).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::auth::{Grant, Tokens};
+use crate::credits::{Class, Credits, Limits, class_of};
+use crate::engine::{Command, ENGINE_METHODS, SubscribeRequest, now_us, now_utc};
+use crate::fault::{FaultLog, Faults};
+use crate::wire::{self, Request, RpcError, Timing};
+use ticktrade_deribit_proto::api;
+
+/// Deribit's API version string, as `public/test` and `public/hello` report it.
+pub const API_VERSION: &str = "1.2.26";
+/// Largest request Deribit accepts (frame or body); larger → `-32600`.
+pub const MAX_REQUEST_BYTES: usize = 32 * 1024;
+
+/// State shared by every connection.
+pub struct Shared {
+    pub engine: mpsc::Sender<Command>,
+    pub tokens: Mutex<Tokens>,
+    pub limits: Limits,
+    pub testnet: bool,
+    pub min_heartbeat_s: u64,
+    pub queue_capacity: usize,
+    /// Per-response faults (delay, 10028); book/session faults live in the engine.
+    pub response_faults: Mutex<Faults>,
+    pub fault_log: std::sync::Arc<FaultLog>,
+    pub next_session: AtomicU64,
+    /// HTTP has no session: its credits are kept per client id ("" = unauthenticated).
+    pub http_credits: Mutex<HashMap<String, Credits>>,
+}
+
+/// One WebSocket connection (or one HTTP request).
+#[derive(Debug)]
+pub struct Session {
+    pub id: u64,
+    pub websocket: bool,
+    pub grant: Option<Grant>,
+    pub token: Option<String>,
+    pub credits: Credits,
+    pub cancel_on_disconnect: bool,
+    pub heartbeat: Option<Duration>,
+    /// A `test_request` was sent and no `public/test` has arrived since.
+    pub awaiting_test: bool,
+    pub logged_out: bool,
+}
+
+impl Session {
+    pub fn new(id: u64, websocket: bool, limits: Limits) -> Session {
+        Session {
+            id,
+            websocket,
+            grant: None,
+            token: None,
+            credits: Credits::new(limits, mono_ns()),
+            cancel_on_disconnect: false,
+            heartbeat: None,
+            awaiting_test: false,
+            logged_out: false,
+        }
+    }
+}
+
+/// Monotonic nanoseconds for the credit buckets.
+pub fn mono_ns() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
+}
+
+/// What to do after a request.
+#[derive(Debug, Default)]
+pub struct Reply {
+    /// The response frame, if any (subscribe responses are written by the engine; logout has none).
+    pub text: Option<String>,
+    /// Close the session afterwards with this code and reason.
+    pub close: Option<(u16, String)>,
+    /// Fault: hold the response this long.
+    pub delay_ms: u64,
+    /// The error code, for the HTTP status.
+    pub error_code: Option<i64>,
+}
+
+const WEBSOCKET_ONLY: &[&str] = &[
+    "public/set_heartbeat",
+    "public/disable_heartbeat",
+    "public/hello",
+    "public/subscribe",
+    "public/unsubscribe",
+    "public/unsubscribe_all",
+    "private/subscribe",
+    "private/unsubscribe",
+    "private/unsubscribe_all",
+    "private/logout",
+];
+
+/// Handles one text frame / request body.
+pub async fn handle_text(shared: &Shared, session: &mut Session, text: &str) -> Reply {
+    let us_in = now_us();
+    if text.len() > MAX_REQUEST_BYTES {
+        return error_reply(shared, None, RpcError::new(-32600, "request entity too large"), us_in);
+    }
+    let request: Request<'_> = match serde_json::from_str(text) {
+        Ok(request) => request,
+        Err(err) => {
+            let data = if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+                "invalid json"
+            } else {
+                "invalid request"
+            };
+            tracing::debug!(session = session.id, %err, "bad request");
+            return error_reply(shared, None, RpcError::bad_request(data), us_in);
+        }
+    };
+    let id = request.id.map(|raw| raw.get().to_owned());
+    let Some(method) = request.method.as_deref() else {
+        return error_reply(shared, id.as_deref(), RpcError::bad_request("method is missing"), us_in);
+    };
+    handle_call(shared, session, id.as_deref(), method, request.params, us_in).await
+}
+
+fn error_reply(shared: &Shared, id: Option<&str>, err: RpcError, us_in: i64) -> Reply {
+    let timing = Timing { us_in, us_out: now_us() };
+    Reply { text: Some(wire::error(id, &err, timing, shared.testnet)), error_code: Some(err.code), ..Reply::default() }
+}
+
+#[derive(Deserialize)]
+struct TokenParam {
+    #[serde(default)]
+    access_token: Option<String>,
+}
+
+/// Handles one decoded call.
+pub async fn handle_call(
+    shared: &Shared,
+    session: &mut Session,
+    id: Option<&str>,
+    method: &str,
+    params: Option<&RawValue>,
+    us_in: i64,
+) -> Reply {
+    // Credits first: a flood is answered 10028 and the session ends, as on Deribit.
+    let class = class_of(method);
+    let granted = if session.websocket {
+        session.credits.take(class, mono_ns())
+    } else {
+        let key = session.grant.as_ref().map(|g| g.client_id.clone()).unwrap_or_default();
+        let mut all = shared.http_credits.lock().unwrap_or_else(|e| e.into_inner());
+        all.entry(key).or_insert_with(|| Credits::new(shared.limits, mono_ns())).take(class, mono_ns())
+    };
+    let (delay_ms, forced_10028) = shared.response_faults.lock().map(|mut f| f.on_response()).unwrap_or((0, false));
+    if forced_10028 {
+        shared.fault_log.record("too_many_requests", format!("session {} method {method}", session.id));
+    }
+    if !granted || forced_10028 {
+        let mut reply = error_reply(shared, id, RpcError::too_many_requests(), us_in);
+        reply.close = Some((4029, "too_many_requests: request credits exhausted".to_owned()));
+        return reply;
+    }
+    if delay_ms > 0 {
+        shared.fault_log.record("delay", format!("session {} method {method} delay_ms {delay_ms}", session.id));
+    }
+    let mut reply = match dispatch(shared, session, id, method, params, us_in).await {
+        Ok(Some(result)) => Reply {
+            text: Some(wire::response(id, &result, Timing { us_in, us_out: now_us() }, shared.testnet)),
+            ..Reply::default()
+        },
+        Ok(None) => Reply::default(),
+        Err(err) => error_reply(shared, id, err, us_in),
+    };
+    if method == "private/logout" && session.logged_out {
+        reply.close = Some((1000, "logout".to_owned()));
+    }
+    reply.delay_ms = delay_ms;
+    reply
+}
+
+fn scope_allows(grant: &Grant, method: &str) -> bool {
+    let writes = matches!(class_of(method), Class::Matching);
+    if writes {
+        return grant.scope.trade_write;
+    }
+    if method == "private/get_account_summary" {
+        return grant.scope.account_read;
+    }
+    true
+}
+
+async fn engine_call(
+    shared: &Shared,
+    account: Option<u32>,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<String, RpcError> {
+    let (reply, rx) = oneshot::channel();
+    let params = params.map(|p| p.to_owned());
+    let command = Command::Call { account, method: method.to_owned(), params, reply };
+    shared.engine.send(command).await.map_err(|_| RpcError::new(11094, "internal_server_error"))?;
+    rx.await.map_err(|_| RpcError::new(11094, "internal_server_error"))?
+}
+
+fn ok() -> Result<Option<String>, RpcError> {
+    Ok(Some("\"ok\"".to_owned()))
+}
+
+fn text<T: serde::Serialize>(value: &T) -> Result<Option<String>, RpcError> {
+    serde_json::to_string(value).map(Some).map_err(|_| RpcError::new(11094, "internal_server_error"))
+}
+
+async fn dispatch(
+    shared: &Shared,
+    session: &mut Session,
+    id: Option<&str>,
+    method: &str,
+    params: Option<&RawValue>,
+    us_in: i64,
+) -> Result<Option<String>, RpcError> {
+    if !session.websocket && WEBSOCKET_ONLY.contains(&method) {
+        return Err(RpcError::with_data(
+            11050,
+            "bad_request",
+            serde_json::Value::String("method is available on WebSocket only".into()),
+        ));
+    }
+    let private = method.starts_with("private/");
+    // An access_token in params authenticates this request (and, on WS, the connection).
+    if private && let Some(token) = wire::params::<TokenParam>(params).ok().and_then(|p| p.access_token) {
+        let connection = session.websocket.then_some(session.id);
+        let grant = shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).check(now_utc(), &token, connection)?;
+        session.grant = Some(grant);
+        session.token = Some(token);
+    }
+    if private {
+        let grant = session.grant.as_ref().ok_or_else(RpcError::unauthorized)?;
+        // A connection token that expired stops working mid-session too.
+        if session.websocket
+            && let Some(token) = &session.token
+        {
+            shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).check(now_utc(), token, Some(session.id))?;
+        }
+        if !scope_allows(grant, method) {
+            return Err(RpcError::new(13021, "forbidden"));
+        }
+    }
+    let account = session.grant.as_ref().map(|g| g.account);
+    match method {
+        "public/auth" => {
+            let p: api::AuthParams = wire::params(params)?;
+            let connection = session.websocket.then_some(session.id);
+            let outcome =
+                shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).authenticate(now_utc(), &p, connection)?;
+            let result = api::AuthResult {
+                access_token: outcome.access_token.clone(),
+                expires_in: outcome.expires_in,
+                refresh_token: outcome.refresh_token.clone(),
+                scope: outcome.grant.scope.render(),
+                token_type: "bearer".to_owned(),
+                enabled_features: Vec::new(),
+                state: p.state.clone(),
+                sid: None,
+            };
+            if session.websocket {
+                session.grant = Some(outcome.grant);
+                session.token = Some(outcome.access_token);
+            }
+            text(&result)
+        }
+        "public/test" => {
+            let p: api::TestParams = wire::params(params)?;
+            session.awaiting_test = false;
+            if p.expected_result.as_deref() == Some("exception") {
+                return Err(RpcError::new(11094, "internal_server_error"));
+            }
+            text(&api::VersionResult { version: API_VERSION.to_owned() })
+        }
+        "public/get_time" => Ok(Some(now_utc().as_millis().to_string())),
+        "public/hello" => {
+            let _: api::HelloParams = wire::params(params)?;
+            text(&api::VersionResult { version: API_VERSION.to_owned() })
+        }
+        "public/status" => text(&api::StatusResult { locked: false, locked_currencies: Vec::new() }),
+        "public/set_heartbeat" => {
+            let p: api::HeartbeatParams = wire::params(params)?;
+            let secs = p.interval.0.to_units(ticktrade_core::Decimal::ONE).unwrap_or(0);
+            if secs < shared.min_heartbeat_s as i64 || secs > 3_600 {
+                return Err(RpcError::invalid_param("interval", "must be between 10 and 3600"));
+            }
+            session.heartbeat = Some(Duration::from_secs(secs as u64));
+            session.awaiting_test = false;
+            ok()
+        }
+        "public/disable_heartbeat" => {
+            session.heartbeat = None;
+            session.awaiting_test = false;
+            ok()
+        }
+        "private/enable_cancel_on_disconnect" | "private/disable_cancel_on_disconnect" => {
+            let p: api::CancelOnDisconnectParams = wire::params(params)?;
+            if let Some(scope) = p.scope.as_deref()
+                && scope != "connection"
+                && scope != "account"
+            {
+                return Err(RpcError::invalid_param("scope", "invalid value"));
+            }
+            session.cancel_on_disconnect = method == "private/enable_cancel_on_disconnect";
+            ok()
+        }
+        "private/get_cancel_on_disconnect" => text(&api::CancelOnDisconnectResult {
+            scope: "connection".to_owned(),
+            enabled: session.cancel_on_disconnect,
+        }),
+        "private/logout" => {
+            let p: api::LogoutParams = wire::params(params)?;
+            if p.invalidate_token.unwrap_or(true)
+                && let Some(token) = &session.token
+            {
+                shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).revoke(token);
+            }
+            session.logged_out = true;
+            Ok(None)
+        }
+        "public/subscribe" | "private/subscribe" => {
+            let p: api::SubscribeParams = wire::params(params)?;
+            let (reply, rx) = oneshot::channel();
+            let request = SubscribeRequest {
+                session: session.id,
+                account,
+                channels: p.channels,
+                label: p.label,
+                id: id.map(str::to_owned),
+                us_in,
+            };
+            shared
+                .engine
+                .send(Command::Subscribe { request, reply })
+                .await
+                .map_err(|_| RpcError::new(11094, "internal_server_error"))?;
+            rx.await.map_err(|_| RpcError::new(11094, "internal_server_error"))??;
+            Ok(None)
+        }
+        "public/unsubscribe" | "private/unsubscribe" | "public/unsubscribe_all" | "private/unsubscribe_all" => {
+            let channels = if method.ends_with("_all") {
+                None
+            } else {
+                Some(wire::params::<api::SubscribeParams>(params)?.channels)
+            };
+            let (reply, rx) = oneshot::channel();
+            let command =
+                Command::Unsubscribe { session: session.id, channels, id: id.map(str::to_owned), us_in, reply };
+            shared.engine.send(command).await.map_err(|_| RpcError::new(11094, "internal_server_error"))?;
+            let _ = rx.await;
+            Ok(None)
+        }
+        m if ENGINE_METHODS.contains(&m) => engine_call(shared, account, m, params).await.map(Some),
+        _ => Err(RpcError::method_not_found()),
+    }
+}

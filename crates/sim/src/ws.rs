@@ -1,0 +1,171 @@
+//! The WebSocket front end at `/ws/api/v2`: one reader loop and one writer task per socket.
+//!
+//! Owns: the socket of one session, its bounded outbound queue, heartbeats (`test_request`
+//! every interval; close 4000 "heartbeat close" when unanswered), the close reason sent on
+//! every server-side close, and cancel-on-disconnect on the way out.
+//! Must not: block the engine: the engine only ever `try_send`s into this session's queue.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::{mpsc, watch};
+
+use crate::engine::{Command, Kill, Outbound, SessionTx};
+use crate::session::{Reply, Session, Shared, handle_text};
+use crate::wire;
+
+/// Serves one upgraded socket until either side closes.
+pub async fn serve(socket: WebSocket, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+    let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
+    let (tx, rx) = mpsc::channel::<Outbound>(shared.queue_capacity);
+    let kill = Arc::new(Kill::default());
+    if shared
+        .engine
+        .send(Command::Register { session: id, tx: SessionTx { tx: tx.clone(), kill: kill.clone() } })
+        .await
+        .is_err()
+    {
+        return;
+    }
+    tracing::debug!(session = id, "websocket session opened");
+    let (sink, mut stream) = socket.split();
+    let writer = tokio::spawn(write_loop(sink, rx, kill.watch()));
+    let mut session = Session::new(id, true, shared.limits);
+    let mut killed = kill.watch();
+    let mut heartbeat: Option<tokio::time::Interval> = None;
+    let mut heartbeat_secs = None;
+    loop {
+        if session.heartbeat != heartbeat_secs {
+            heartbeat_secs = session.heartbeat;
+            heartbeat = session.heartbeat.map(|every| {
+                let mut timer = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+                timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                timer
+            });
+        }
+        tokio::select! {
+            message = stream.next() => match message {
+                None => break,
+                Some(Err(err)) => {
+                    let text = err.to_string();
+                    let (code, reason) = if text.contains("too long") || text.contains("Space limit") || text.contains("capacity") {
+                        (1009, "message too big")
+                    } else {
+                        (1002, "protocol error")
+                    };
+                    tracing::info!(session = id, %err, "websocket read error");
+                    kill.fire(code, reason);
+                    break;
+                }
+                Some(Ok(Message::Text(text))) => {
+                    let reply = handle_text(&shared, &mut session, text.as_str()).await;
+                    if !deliver(&tx, &kill, reply).await {
+                        break;
+                    }
+                }
+                Some(Ok(Message::Binary(bytes))) => {
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    let reply = handle_text(&shared, &mut session, &text).await;
+                    if !deliver(&tx, &kill, reply).await {
+                        break;
+                    }
+                }
+                Some(Ok(Message::Close(_))) => break,
+                // tungstenite answers pings itself; pongs need nothing.
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+            },
+            _ = tick(&mut heartbeat) => {
+                if session.awaiting_test {
+                    tracing::info!(session = id, "heartbeat unanswered; closing");
+                    kill.fire(4000, "heartbeat close");
+                    break;
+                }
+                session.awaiting_test = true;
+                if tx.try_send(Outbound::Text(Arc::from(wire::TEST_REQUEST))).is_err() {
+                    kill.fire(4003, "slow consumer: outbound queue full");
+                    break;
+                }
+            }
+            _ = killed.changed() => break,
+            _ = shutdown.changed() => {
+                kill.fire(1001, "simulator shutting down");
+                break;
+            }
+        }
+    }
+    drop(tx);
+    let cancel_orders_of = if session.cancel_on_disconnect && !session.logged_out {
+        session.grant.as_ref().map(|g| g.account)
+    } else {
+        None
+    };
+    let _ = shared.engine.send(Command::Unregister { session: id, cancel_orders_of }).await;
+    let _ = writer.await;
+    tracing::debug!(session = id, reason = ?kill.reason(), "websocket session closed");
+}
+
+async fn tick(timer: &mut Option<tokio::time::Interval>) {
+    match timer {
+        Some(timer) => {
+            timer.tick().await;
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
+/// Sends a reply (after an injected delay) and applies its close; `false` = session over.
+async fn deliver(tx: &mpsc::Sender<Outbound>, kill: &Kill, reply: Reply) -> bool {
+    if reply.delay_ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(reply.delay_ms)).await;
+    }
+    if let Some(text) = reply.text {
+        // Replies wait for room (the client asked for them); notifications never do.
+        match tokio::time::timeout(std::time::Duration::from_secs(5), tx.send(Outbound::Text(Arc::from(text)))).await {
+            Ok(Ok(())) => {}
+            _ => {
+                kill.fire(4003, "slow consumer: outbound queue full");
+                return false;
+            }
+        }
+    }
+    if let Some((code, reason)) = reply.close {
+        // Let queued frames (the reply itself) go out before the close frame.
+        let _ = tx.send(Outbound::Close(code, reason)).await;
+        return false;
+    }
+    true
+}
+
+async fn write_loop(
+    mut sink: futures_util::stream::SplitSink<WebSocket, Message>,
+    mut rx: mpsc::Receiver<Outbound>,
+    mut killed: watch::Receiver<Option<(u16, String)>>,
+) {
+    loop {
+        tokio::select! {
+            biased;
+            _ = killed.changed() => {
+                let reason = killed.borrow().clone();
+                if let Some((code, reason)) = reason {
+                    let _ = sink.send(Message::Close(Some(CloseFrame { code, reason: Utf8Bytes::from(reason) }))).await;
+                }
+                break;
+            }
+            frame = rx.recv() => match frame {
+                Some(Outbound::Text(text)) => {
+                    if sink.send(Message::Text(Utf8Bytes::from(&*text))).await.is_err() {
+                        break;
+                    }
+                }
+                Some(Outbound::Close(code, reason)) => {
+                    let _ = sink.send(Message::Close(Some(CloseFrame { code, reason: Utf8Bytes::from(reason) }))).await;
+                    break;
+                }
+                None => break,
+            },
+        }
+    }
+    let _ = sink.close().await;
+}
