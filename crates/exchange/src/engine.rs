@@ -18,6 +18,7 @@ use ticktrade_core::{Decimal, InstrumentId, InstrumentKind, NumberError, Price, 
 use crate::account::{Account, order_margin};
 use crate::catalogue::{Catalogue, CurrencyId, Instrument, SETTLEMENT_HOUR_MS};
 use crate::event::{Event, PublicTrade, Reply, UserTrade};
+use crate::history::History;
 use crate::order::{
     AccountId, CancelReason, EditParams, Label, Order, OrderFilter, OrderState, OrderType, PlaceParams, Size,
     TimeInForce, Trigger,
@@ -136,8 +137,7 @@ pub struct Exchange {
     pub(crate) initial_balances: Vec<f64>,
     pub(crate) markets: Vec<Market>,
     pub(crate) orders: FxHashMap<u64, Order>,
-    pub(crate) closed: FxHashMap<u64, Order>,
-    pub(crate) closed_fifo: VecDeque<u64>,
+    pub(crate) closed: History,
     pub(crate) accounts: FxHashMap<AccountId, Account>,
     pub(crate) index_prices: Vec<f64>,
     pub(crate) next_order_id: u64,
@@ -177,8 +177,7 @@ impl Exchange {
             initial_balances,
             markets,
             orders: FxHashMap::default(),
-            closed: FxHashMap::default(),
-            closed_fifo: VecDeque::new(),
+            closed: History::new(config.history_len),
             accounts: FxHashMap::default(),
             next_order_id: config.first_order_id,
             next_trade_id: 2_696_083,

@@ -32,6 +32,7 @@ pub mod account;
 pub mod catalogue;
 pub mod engine;
 pub mod event;
+mod history;
 mod manage;
 mod matching;
 pub mod naive;

@@ -45,7 +45,7 @@ impl Exchange {
         match self.orders.get(&id) {
             Some(o) if o.account != account => Err(Reject::NOT_OWNER_OF_ORDER),
             Some(o) => Ok(*o),
-            None if self.closed.get(&id).is_some_and(|o| o.account == account) => Err(Reject::NOT_OPEN_ORDER),
+            None if self.closed.get(id).is_some_and(|o| o.account == account) => Err(Reject::NOT_OPEN_ORDER),
             None => Err(Reject::ORDER_NOT_FOUND),
         }
     }
@@ -144,7 +144,7 @@ impl Exchange {
             out.push(Event::Order(order));
             let instrument = order.instrument;
             self.fire_triggers(now, instrument, out);
-            return Ok(self.orders.get(&id).or_else(|| self.closed.get(&id)).copied().unwrap_or(order));
+            return Ok(self.orders.get(&id).or_else(|| self.closed.get(id)).copied().unwrap_or(order));
         }
         let Some(price) = new_price else { return Err(Reject::NOT_OPEN_ORDER) };
         let old_price = old.price.unwrap_or(price);

@@ -191,16 +191,7 @@ impl Exchange {
 
     /// Keeps a closed order for queries, dropping the oldest beyond `history_len`.
     pub(crate) fn archive(&mut self, order: Order) {
-        if self.config.history_len == 0 {
-            return;
-        }
-        if self.closed_fifo.len() >= self.config.history_len
-            && let Some(old) = self.closed_fifo.pop_front()
-        {
-            self.closed.remove(&old);
-        }
-        self.closed.insert(order.id, order);
-        self.closed_fifo.push_back(order.id);
+        self.closed.push(order);
     }
 
     /// Books one fill between the taker `order` and resting order `maker_id`.

@@ -105,7 +105,7 @@ impl Exchange {
 
     /// A live or recently closed order.
     pub fn order(&self, id: u64) -> Option<&Order> {
-        self.orders.get(&id).or_else(|| self.closed.get(&id))
+        self.orders.get(&id).or_else(|| self.closed.get(id))
     }
 
     /// `get_order_state_by_label` / `get_open_orders_by_label`: live orders with a label.
@@ -128,10 +128,8 @@ impl Exchange {
 
     /// `get_order_history_by_*`: closed orders of `account` kept in history, newest first.
     pub fn order_history(&self, account: AccountId, filter: OrderFilter) -> Vec<Order> {
-        self.closed_fifo
+        self.closed
             .iter()
-            .rev()
-            .filter_map(|id| self.closed.get(id))
             .filter(|o| o.account == account)
             .filter(|o| self.catalogue.get(o.instrument).is_some_and(|inst| filter_matches(&filter, o, inst)))
             .copied()

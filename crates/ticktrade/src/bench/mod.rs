@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 mod book;
+mod matching;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -14,10 +15,13 @@ pub struct Args {
 enum Which {
     /// L2 book delta apply vs a BTreeMap baseline, aggregation cost, deep-book cost.
     Book(book::Args),
+    /// Matching engine order operations per second vs a naive linear-scan matcher.
+    Match(matching::Args),
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.which {
         Which::Book(args) => book::run(args),
+        Which::Match(args) => matching::run(args),
     }
 }

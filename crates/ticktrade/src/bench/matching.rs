@@ -1,0 +1,314 @@
+//! `ticktrade bench match`: order operations per second through `ticktrade-exchange` on a
+//! BTC-PERPETUAL book ~500 levels deep per side, beside the naive linear-scan matcher
+//! (`ticktrade_exchange::naive`) on the same seeded operation stream in the same run.
+//!
+//! Owns: the seeded workload (passive places near the top, cancels, edits that keep or lose
+//! priority, IOC and market orders that sweep a few levels), timing (`Instant`: this is the
+//! I/O side), the end-state equality check and the output.
+//! Must not: change what it measures between runs: the stream depends only on `--seed`.
+
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use ticktrade_core::{Decimal, InstrumentId, Side, Utc};
+use ticktrade_exchange::naive::{NaiveKind, NaiveMatcher};
+use ticktrade_exchange::{
+    AccountId, Catalogue, CatalogueParams, Config, EditParams, Event, Exchange, OrderType, PlaceParams, Request,
+    TimeInForce,
+};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Timed order operations per pass (place, cancel, edit, aggressive).
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    ops: u64,
+    /// Timed passes of each matcher; the median is reported.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    passes: u64,
+    /// Timed passes of the naive baseline (slow: ~17 µs/op); the median is reported.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    baseline_passes: u64,
+    /// Workload seed.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+/// Mid price in ticks (50 000 USD at tick 0.5); bids rest below, asks above.
+const MID: i64 = 100_000;
+/// Levels per side of the book.
+const DEPTH: i64 = 500;
+const MAKERS: u32 = 8;
+const TAKERS: u32 = 4;
+
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Place { id: u64, account: u32, side: Side, kind: NaiveKind, price: i64, qty: i64 },
+    Cancel { id: u64, account: u32 },
+    Edit { id: u64, account: u32, price: i64, qty: i64 },
+}
+
+/// splitmix64: tiny, seeded, reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + (self.below((hi - lo + 1) as u64) as i64)
+    }
+}
+
+struct Workload {
+    setup: Vec<Op>,
+    timed: Vec<Op>,
+}
+
+fn side_price(side: Side, depth: i64) -> i64 {
+    match side {
+        Side::Buy => MID - depth,
+        Side::Sell => MID + depth,
+    }
+}
+
+fn generate(n_ops: usize, seed: u64) -> Workload {
+    let mut rng = Rng(seed);
+    let mut next_id = 1u64;
+    // Orders the generator placed and has not cancelled: (id, account, side, price).
+    let mut live: Vec<(u64, u32, Side, i64)> = Vec::new();
+    let place = |rng: &mut Rng, next_id: &mut u64, live: &mut Vec<(u64, u32, Side, i64)>, side: Side, depth: i64| {
+        let id = *next_id;
+        *next_id += 1;
+        let account = 1 + rng.below(u64::from(MAKERS)) as u32;
+        let price = side_price(side, depth);
+        live.push((id, account, side, price));
+        Op::Place { id, account, side, kind: NaiveKind::Limit, price, qty: rng.range(1, 20) }
+    };
+    let mut setup = Vec::new();
+    for depth in 1..=DEPTH {
+        for side in [Side::Buy, Side::Sell] {
+            for _ in 0..2 {
+                setup.push(place(&mut rng, &mut next_id, &mut live, side, depth));
+            }
+        }
+    }
+    let mut timed = Vec::with_capacity(n_ops);
+    while timed.len() < n_ops {
+        let side = if rng.below(2) == 0 { Side::Buy } else { Side::Sell };
+        let roll = rng.below(100);
+        let op = if roll < 45 || live.len() < 100 {
+            // Passive, mostly near the top.
+            let depth = if rng.below(4) == 0 { rng.range(1, DEPTH) } else { rng.range(1, 20) };
+            place(&mut rng, &mut next_id, &mut live, side, depth)
+        } else if roll < 70 {
+            let (id, account, _, _) = live.swap_remove(rng.below(live.len() as u64) as usize);
+            Op::Cancel { id, account }
+        } else if roll < 85 {
+            let idx = rng.below(live.len() as u64) as usize;
+            let (id, account, side, price) = live[idx];
+            let price = if rng.below(2) == 0 {
+                price // Same price: keeps priority when the size goes down.
+            } else {
+                let depth = ((price - MID).abs() + rng.range(-3, 3)).clamp(1, DEPTH);
+                side_price(side, depth)
+            };
+            live[idx].3 = price;
+            Op::Edit { id, account, price, qty: rng.range(1, 20) }
+        } else {
+            let id = next_id;
+            next_id += 1;
+            let account = 1 + MAKERS + rng.below(u64::from(TAKERS)) as u32;
+            let kind = if rng.below(4) == 0 { NaiveKind::Market } else { NaiveKind::Ioc };
+            let price = side_price(side.opposite(), 5);
+            Op::Place { id, account, side, kind, price, qty: rng.range(5, 60) }
+        };
+        timed.push(op);
+    }
+    Workload { setup, timed }
+}
+
+fn price_dec(ticks: i64) -> Decimal {
+    Decimal::new(ticks * 5, 1).unwrap_or(Decimal::ZERO)
+}
+
+fn amount_dec(lots: i64) -> Decimal {
+    Decimal::from_int(lots * 10)
+}
+
+fn new_engine() -> anyhow::Result<(Exchange, InstrumentId)> {
+    let catalogue = Catalogue::builtin(CatalogueParams::default()).context("catalogue")?;
+    let perp = catalogue.lookup("BTC-PERPETUAL").context("BTC-PERPETUAL")?;
+    let config = Config { initial_balances: vec![("BTC".into(), 1e12)], first_order_id: 1, ..Config::default() };
+    let mut ex = Exchange::new(catalogue, config);
+    ex.reserve(perp, 8_192, 1_024);
+    Ok((ex, perp))
+}
+
+fn engine_op(ex: &mut Exchange, perp: InstrumentId, op: &Op, out: &mut Vec<Event>) -> bool {
+    out.clear();
+    let now = Utc(0);
+    let result = match *op {
+        Op::Place { account, side, kind, price, qty, .. } => {
+            let base = PlaceParams::limit(perp, side, amount_dec(qty), price_dec(price));
+            let params = match kind {
+                NaiveKind::Ioc => PlaceParams { time_in_force: TimeInForce::ImmediateOrCancel, ..base },
+                NaiveKind::Market => PlaceParams { order_type: OrderType::Market, price: None, ..base },
+                _ => base,
+            };
+            ex.handle(now, AccountId(account), Request::Place(params), out)
+        }
+        Op::Cancel { id, account } => ex.handle(now, AccountId(account), Request::Cancel { order_id: id }, out),
+        Op::Edit { id, account, price, qty } => {
+            // Deribit's edit takes the new total amount: filled + the new remaining size.
+            let filled = ex.order(id).map_or(0, |o| o.filled.raw());
+            let edit = EditParams::new(id, amount_dec(filled + qty), Some(price_dec(price)));
+            ex.handle(now, AccountId(account), Request::Edit(edit), out)
+        }
+    };
+    result.is_ok()
+}
+
+fn naive_op(m: &mut NaiveMatcher, op: &Op, fills: &mut Vec<ticktrade_exchange::naive::NaiveFill>) -> bool {
+    fills.clear();
+    match *op {
+        Op::Place { id, account, side, kind, price, qty } => {
+            m.place(id, account, side, kind, price, qty, fills).is_ok()
+        }
+        Op::Cancel { id, .. } => m.cancel(id).is_ok(),
+        Op::Edit { id, price, qty, .. } => m.edit(id, price, qty, fills).is_ok(),
+    }
+}
+
+/// Runs the timed ops `passes` times on fresh state; returns (median ns/op, last state).
+fn time_engine(w: &Workload, passes: usize) -> anyhow::Result<(f64, Exchange, InstrumentId, usize)> {
+    let mut samples = Vec::new();
+    let mut last = None;
+    for _ in 0..passes {
+        let (mut ex, perp) = new_engine()?;
+        let mut out = Vec::with_capacity(4_096);
+        for op in &w.setup {
+            if !engine_op(&mut ex, perp, op, &mut out) {
+                bail!("setup order refused: {op:?}");
+            }
+        }
+        let mut n_ok = 0usize;
+        let start = Instant::now();
+        for op in &w.timed {
+            n_ok += usize::from(engine_op(&mut ex, perp, black_box(op), &mut out));
+        }
+        samples.push(start.elapsed().as_nanos() as f64 / w.timed.len() as f64);
+        last = Some((ex, perp, n_ok));
+    }
+    let (ex, perp, n_ok) = last.context("no pass ran")?;
+    Ok((median(&mut samples), ex, perp, n_ok))
+}
+
+fn time_naive(w: &Workload, passes: usize) -> (f64, NaiveMatcher, usize) {
+    let mut samples = Vec::new();
+    let mut last = (NaiveMatcher::new(), 0);
+    for _ in 0..passes {
+        let mut m = NaiveMatcher::new();
+        let mut fills = Vec::with_capacity(256);
+        for op in &w.setup {
+            naive_op(&mut m, op, &mut fills);
+        }
+        let mut n_ok = 0usize;
+        let start = Instant::now();
+        for op in &w.timed {
+            n_ok += usize::from(naive_op(&mut m, black_box(op), &mut fills));
+        }
+        samples.push(start.elapsed().as_nanos() as f64 / w.timed.len() as f64);
+        last = (m, n_ok);
+    }
+    (median(&mut samples), last.0, last.1)
+}
+
+fn median(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples.get(samples.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let n_ops = usize::try_from(args.ops).context("--ops")?;
+    let passes = usize::try_from(args.passes).context("--passes")?;
+    let baseline_passes = usize::try_from(args.baseline_passes).context("--baseline-passes")?;
+    let workload = generate(n_ops, args.seed);
+    let mut mix = [0usize; 4];
+    for op in &workload.timed {
+        mix[match op {
+            Op::Place { kind: NaiveKind::Limit, .. } => 0,
+            Op::Place { .. } => 3,
+            Op::Cancel { .. } => 1,
+            Op::Edit { .. } => 2,
+        }] += 1;
+    }
+
+    let (tt_ns, ex, perp, tt_ok) = time_engine(&workload, passes)?;
+    let (base_ns, naive, base_ok) = time_naive(&workload, baseline_passes);
+
+    // Same stream, same rules: the books and the accepted-op counts must agree.
+    let book = ex.book(perp).context("book")?;
+    for side in [Side::Buy, Side::Sell] {
+        let ours: Vec<_> = book.levels(side).map(|l| (l.price.raw(), l.qty.raw(), l.n_orders)).collect();
+        if ours != naive.levels(side) {
+            bail!("ticktrade and the naive matcher disagree on the {side} side");
+        }
+    }
+    if tt_ok != base_ok {
+        bail!("accepted operations differ: ticktrade {tt_ok}, naive {base_ok}");
+    }
+    let depth = (book.depth(Side::Buy), book.depth(Side::Sell));
+
+    let tt_ops = 1e9 / tt_ns;
+    let base_ops = 1e9 / base_ns;
+    let ratio = tt_ops / base_ops;
+    if args.json {
+        let out = serde_json::json!({
+            "ticktrade_ops_per_sec": tt_ops,
+            "baseline_ops_per_sec": base_ops,
+            "ratio": ratio,
+            "ticktrade_ns_per_op": tt_ns,
+            "baseline_ns_per_op": base_ns,
+        });
+        println!("{out}");
+    } else {
+        println!(
+            "ticktrade bench match: {n_ops} ops on BTC-PERPETUAL (~{DEPTH} levels/side), seed {}, \
+             median of {passes} (ticktrade) / {baseline_passes} (naive) passes",
+            args.seed
+        );
+        println!(
+            "mix: {} passive places, {} cancels, {} edits, {} IOC/market; {} accepted ({} refused: filled before cancel/edit)",
+            mix[0],
+            mix[1],
+            mix[2],
+            mix[3],
+            tt_ok,
+            n_ops - tt_ok
+        );
+        println!("{:<34} {:>14} {:>10}", "matcher", "ops/s", "ns/op");
+        println!("{:<34} {:>14.0} {:>10.1}", "ticktrade-exchange (L4Book)", tt_ops, tt_ns);
+        println!("{:<34} {:>14.0} {:>10.1}", "naive (Vec, linear scans)", base_ops, base_ns);
+        println!("{:<34} {:>13.2}x", "speed-up (ticktrade / naive)", ratio);
+        println!(
+            "end state: both books identical, {} bid / {} ask levels, {} resting orders",
+            depth.0,
+            depth.1,
+            book.len()
+        );
+        println!("ticktrade's figure includes validation, margin checks, fills, positions and all events");
+    }
+    Ok(ExitCode::SUCCESS)
+}
