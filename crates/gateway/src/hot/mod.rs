@@ -1,1 +1,36 @@
-//! (being written)
+//! The hot path: one thread that reads a market-data frame, decodes it, applies it to the
+//! book, lets a strategy decide, encodes the order and writes it (DESIGN §2, STYLE §7).
+//!
+//! Owns: the synchronous loop and everything on it: a minimal WebSocket framer on a blocking
+//! `std::net::TcpStream` with `TCP_NODELAY`, the `Strategy` trait and its `OrderSink`, stage
+//! stamps t0…t5 (raw TSC readings, converted after t5 and pushed to an SPSC ring), and the
+//! recorder thread that drains that ring into histograms.
+//! Must not: allocate, lock, log, format or touch the async control plane between t0 and t5
+//! (`tests/hot_alloc.rs` counts allocations over 100 000 ticks). The control plane (`venue`,
+//! `deribit`) subscribes, authenticates and manages orders; this module only trades.
+//!
+//! # Layout
+//! - `ws`: RFC 6455 frames: `WsReader` (reused buffer, fragments, control frames), `WsWriter`
+//!   (payload encoded in place, header put in front, client masking).
+//! - `handshake`: the opening handshake, client (`connect`) and server (`accept`).
+//! - `strategy`: `Strategy`, `BookEvent`, `OrderSink`, `OrderIntent`, `QuoteOnTick`.
+//! - `pipeline`: `Pipeline` (decode → book → decide → encode), `RawStamps`, `StageClock`.
+//! - `engine`: `HotLoop` (socket read … socket write), `HotConfig`, `FLOOR_PROBE`.
+//! - `record`: `spawn_recorder`, `Recorded` (histograms filled off the hot thread).
+//! - `feed`: `SyntheticFeed`, seeded BTC-PERPETUAL book frames for tests and benchmarks.
+//! - `exchange`: `ExchangeSide`, a blocking in-process publisher + order reader on loopback
+//!   (benchmarks and tests; the simulator replaces it where it is available).
+
+pub mod engine;
+pub mod exchange;
+pub mod feed;
+pub mod handshake;
+pub mod pipeline;
+pub mod record;
+pub mod strategy;
+pub mod ws;
+
+pub use engine::{Exit, FLOOR_PROBE, HotConfig, HotError, HotLoop, LoopReport, pin_current_thread};
+pub use pipeline::{Outcome, Pipeline, PipelineStats, RawStamps, StageClock};
+pub use record::{Recorded, spawn_recorder};
+pub use strategy::{BookEvent, OrderIntent, OrderSink, QuoteOnTick, Strategy};

@@ -1,0 +1,202 @@
+//! The compute part of tick-to-trade: one market-data frame in, at most one order frame out.
+//! decode (t1) → book apply (t2) → strategy (t3) → encode + frame (t4).
+//!
+//! Owns: the instrument's `L2Book`, the decode buffer, the strategy, the order encoder and the
+//! request ids; the raw stage readings of the frame being processed.
+//! Must not: touch a socket, allocate once warm, format, log, or convert clock readings
+//! (stamps stay raw TSC ticks until after t5). The clock is a parameter so tests can count.
+
+use ticktrade_book::l2::{ApplyError, L2Book, LevelUpdate};
+use ticktrade_core::InstrumentSpec;
+use ticktrade_deribit_proto::order::{LimitOrder, OrderEncoder, OrderLabel};
+use ticktrade_deribit_proto::{BookKind, DecodeError, decode_book_units};
+use ticktrade_latency::{RawTicks, TscClock};
+
+use super::strategy::{BookEvent, OrderSink, Strategy};
+use super::ws::{Opcode, WsWriter};
+
+/// A clock the hot path can stamp with. `TscClock` in production (≈9 ns per reading).
+pub trait StageClock {
+    fn stamp(&self) -> RawTicks;
+}
+
+impl StageClock for TscClock {
+    #[inline(always)]
+    fn stamp(&self) -> RawTicks {
+        self.raw()
+    }
+}
+
+/// Raw readings of t0…t5 for one frame (index = `ticktrade_latency::Stage as usize`), 0 when
+/// the stage did not happen, plus the origin data that travels with the order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RawStamps {
+    pub t: [u64; 6],
+    /// Our wall-clock time at t0, ns since the epoch.
+    pub recv_utc_ns: i64,
+    /// The exchange's timestamp on the frame, ms since the epoch (0 if none).
+    pub exch_ms: u64,
+    pub change_id: u64,
+}
+
+impl RawStamps {
+    #[inline]
+    pub fn received(t0: RawTicks, recv_utc_ns: i64) -> RawStamps {
+        RawStamps { t: [t0.0, 0, 0, 0, 0, 0], recv_utc_ns, exch_ms: 0, change_id: 0 }
+    }
+}
+
+/// What a frame led to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// An order frame is ready in the writer (`WsWriter::frame`); write it, then stamp t5.
+    Order,
+    /// The book was updated; the strategy sent nothing.
+    NoOrder,
+    /// Not a book notification (a response, heartbeat, other channel): the caller's business.
+    NotBook,
+    /// A book notification for another instrument.
+    OtherInstrument,
+    /// The book is stale (gap, negative amount, or no snapshot yet): resubscribe.
+    Stale(ApplyError),
+    /// A book notification that did not decode (off-grid price, malformed JSON).
+    Malformed(DecodeError),
+}
+
+/// Counters kept outside the timed path's hot data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PipelineStats {
+    pub frames: u64,
+    pub orders: u64,
+    pub not_book: u64,
+    pub stale: u64,
+    pub malformed: u64,
+}
+
+/// Decode → book → strategy → encode for one instrument.
+pub struct Pipeline<S> {
+    spec: InstrumentSpec,
+    encoder: OrderEncoder,
+    book: L2Book,
+    updates: Vec<LevelUpdate>,
+    strategy: S,
+    sink: OrderSink,
+    next_id: u64,
+    stats: PipelineStats,
+}
+
+/// A subscription notification in Deribit's usual key order starts with this; anything else
+/// goes to the caller without a decode attempt.
+const NOTIFICATION_PREFIX: &[u8] = br#"{"jsonrpc":"2.0","method":"subscription""#;
+
+impl<S: Strategy> Pipeline<S> {
+    /// A pipeline for `spec`'s instrument; `max_updates` sizes the decode buffer (a snapshot's
+    /// level count), so the first frames do not allocate either.
+    pub fn new(spec: &InstrumentSpec, strategy: S, max_updates: usize) -> Pipeline<S> {
+        Pipeline {
+            spec: spec.clone(),
+            encoder: OrderEncoder::new(spec),
+            book: L2Book::new(),
+            updates: Vec::with_capacity(max_updates),
+            strategy,
+            sink: OrderSink::default(),
+            next_id: 1,
+            stats: PipelineStats::default(),
+        }
+    }
+
+    pub fn book(&self) -> &L2Book {
+        &self.book
+    }
+
+    pub fn strategy(&self) -> &S {
+        &self.strategy
+    }
+
+    pub fn stats(&self) -> PipelineStats {
+        self.stats
+    }
+
+    /// The request id the next order will carry.
+    pub fn next_id(&self) -> u64 {
+        self.next_id
+    }
+
+    /// Processes one complete text frame read at `stamps.t[0]`. On `Outcome::Order` the order
+    /// frame is in `out` and t1…t4 are stamped.
+    #[inline]
+    pub fn on_frame<C: StageClock>(
+        &mut self,
+        frame: &[u8],
+        clock: &C,
+        stamps: &mut RawStamps,
+        out: &mut WsWriter,
+    ) -> Outcome {
+        self.stats.frames += 1;
+        if !frame.starts_with(NOTIFICATION_PREFIX) {
+            self.stats.not_book += 1;
+            return Outcome::NotBook;
+        }
+        let header = match decode_book_units(frame, &self.spec, &mut self.updates) {
+            Ok(header) => header,
+            Err(error) => return self.malformed(error),
+        };
+        stamps.t[1] = clock.stamp().0;
+        if header.instrument != self.spec.name {
+            return Outcome::OtherInstrument;
+        }
+        stamps.exch_ms = header.timestamp_ms;
+        stamps.change_id = header.change_id;
+        let applied = match (header.kind, header.prev_change_id) {
+            (BookKind::Change, Some(prev)) => self.book.apply_change(header.change_id, prev, &self.updates),
+            (BookKind::Change, None) => Err(ApplyError::Gap { expected_prev: 0, got_prev: 0 }),
+            (BookKind::Snapshot | BookKind::Window, _) => {
+                self.book.apply_snapshot(header.change_id, &self.updates);
+                Ok(())
+            }
+        };
+        stamps.t[2] = clock.stamp().0;
+        if let Err(error) = applied {
+            return self.stale(error);
+        }
+        let event = BookEvent {
+            instrument: header.instrument,
+            kind: header.kind,
+            change_id: header.change_id,
+            timestamp_ms: header.timestamp_ms,
+            updates: &self.updates,
+        };
+        self.sink.clear();
+        self.strategy.on_book(&self.book, &event, &mut self.sink);
+        stamps.t[3] = clock.stamp().0;
+        let Some(intent) = self.sink.take() else { return Outcome::NoOrder };
+        let order = LimitOrder {
+            side: intent.side,
+            price: intent.price,
+            qty: intent.qty,
+            post_only: intent.post_only,
+            label: OrderLabel { recv_utc_ns: stamps.recv_utc_ns, change_id: header.change_id },
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        self.encoder.encode(out.begin(), id, &order);
+        out.finish(Opcode::Text);
+        stamps.t[4] = clock.stamp().0;
+        self.stats.orders += 1;
+        Outcome::Order
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn malformed(&mut self, error: DecodeError) -> Outcome {
+        self.stats.malformed += 1;
+        Outcome::Malformed(error)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn stale(&mut self, error: ApplyError) -> Outcome {
+        self.stats.stale += 1;
+        Outcome::Stale(error)
+    }
+}
