@@ -17,16 +17,13 @@ cargo fmt --all -- --check
 step "clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "build the binary the integration tests start"
-cargo build --locked --release -p ticktrade
-
 step "cargo test (workspace)"
 cargo test --workspace --locked
 
 if [ -f tests/python/requirements.txt ] && compgen -G "tests/python/test_*.py" >/dev/null; then
     step "third-party clients (Python, project-local venv)"
     ./tests/python/setup.sh
-    TICKTRADE_BIN="$PWD/target/release/ticktrade" .venv/bin/python -m pytest -q tests/python
+    TICKTRADE_BIN="$PWD/target/debug/ticktrade" .venv/bin/python -m pytest -q tests/python
 fi
 
 step "all tests passed"
