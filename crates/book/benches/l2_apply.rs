@@ -86,7 +86,7 @@ fn aggregation(c: &mut Criterion) {
     let mut book = fresh_book(&w);
     apply_all(&mut book, &w);
     let mut group = c.benchmark_group("aggregate");
-    let mut buf = AggregateBuf::new(Decimal::ONE, 20).unwrap();
+    let mut buf = AggregateBuf::new(Decimal::ONE, 20).expect("1 is a power of ten");
     group.bench_function("hl_all_7_variants_top20", |b| {
         b.iter(|| {
             buf.aggregate_book(black_box(&book));
