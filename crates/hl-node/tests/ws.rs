@@ -1,0 +1,263 @@
+//! A WebSocket client written against Hyperliquid's documented message formats (serde_json
+//! Values only) talks to an in-process server on loopback fed by the generator writing files.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::Message;
+
+use common::*;
+use ticktrade_core::Decimal;
+use ticktrade_hl_node::server::{MetaDocs, ServeConfig, start};
+use ticktrade_hl_node::synth::writer::GenWriter;
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn next_json(ws: &mut Ws) -> Value {
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(20), ws.next())
+            .await
+            .expect("a frame within 20 s")
+            .unwrap()
+            .unwrap();
+        if let Message::Text(text) = msg {
+            return serde_json::from_str(&text).unwrap();
+        }
+    }
+}
+
+async fn send(ws: &mut Ws, value: Value) {
+    ws.send(Message::Text(value.to_string().into())).await.unwrap();
+}
+
+const VARIANTS: [(Option<u32>, Option<u32>); 7] = [
+    (None, None),
+    (Some(5), None),
+    (Some(5), Some(2)),
+    (Some(5), Some(5)),
+    (Some(4), None),
+    (Some(3), None),
+    (Some(2), None),
+];
+
+/// Hyperliquid's bucketing on decimal text, independent of the server's integer code.
+fn naive_levels(
+    levels: &[(i64, i64, u32)],
+    px_scale: u32,
+    sz_scale: u32,
+    bid: bool,
+    n_sig: Option<u32>,
+    mantissa: u32,
+    n: usize,
+) -> Vec<Value> {
+    let scale18 = |units: i64, scale: u32| i128::from(units) * 10i128.pow(18 - scale);
+    let mut out: Vec<(i128, i128, u32)> = Vec::new();
+    for &(px, sz, count) in levels {
+        let real = scale18(px, px_scale);
+        let key = match n_sig {
+            None => real,
+            Some(sig) => {
+                let d = real.to_string().len() as i32 - 18;
+                let exp = d - sig as i32 + 18;
+                if exp < 0 {
+                    real
+                } else {
+                    let w = i128::from(mantissa) * 10i128.pow(exp as u32);
+                    let floor = real.div_euclid(w) * w;
+                    if bid || floor == real { floor } else { floor + w }
+                }
+            }
+        };
+        match out.last_mut() {
+            Some(last) if last.0 == key => {
+                last.1 += scale18(sz, sz_scale);
+                last.2 += count;
+            }
+            _ => out.push((key, scale18(sz, sz_scale), count)),
+        }
+    }
+    let text = |v: i128| {
+        let d = Decimal::new(i64::try_from(v / 10i128.pow(8)).unwrap(), 10).unwrap();
+        let s = d.to_string();
+        if s.contains('.') { s } else { format!("{s}.0") }
+    };
+    out.into_iter().take(n).map(|(px, sz, count)| json!({"px": text(px), "sz": text(sz), "n": count})).collect()
+}
+
+async fn http_post(addr: std::net::SocketAddr, body: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "POST /info HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_string(&mut response)).await.unwrap().unwrap();
+    let status: u16 = response[9..12].parse().unwrap();
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hyperliquid_client_gets_l2_at_every_variant_trades_and_l4() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut generator = generator(40, 400);
+    let mut writer = GenWriter::new(tmp.path());
+    writer.write_bootstrap(&generator).unwrap();
+    let engine = engine(tmp.path(), &generator);
+    let (meta, spot_meta) = generator.meta_json();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = start(listener, engine, tmp.path(), MetaDocs { meta, spot_meta }, ServeConfig::default()).unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", server.addr)).await.unwrap();
+
+    // Subscriptions: every l2Book variant, trades and l4Book for BTC.
+    for (sig, m) in VARIANTS {
+        send(&mut ws, json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC", "nSigFigs": sig, "mantissa": m}})).await;
+        let ack = next_json(&mut ws).await;
+        assert_eq!(ack["channel"], "subscriptionResponse");
+        assert_eq!(ack["data"]["subscription"]["nSigFigs"], json!(sig));
+        let first = next_json(&mut ws).await;
+        assert_eq!(first["channel"], "l2Book", "current book right after the ack");
+        assert_eq!(first["data"]["coin"], "BTC");
+    }
+    send(&mut ws, json!({"method": "subscribe", "subscription": {"type": "trades", "coin": "BTC"}})).await;
+    assert_eq!(next_json(&mut ws).await["channel"], "subscriptionResponse");
+    send(&mut ws, json!({"method": "subscribe", "subscription": {"type": "l4Book", "coin": "BTC"}})).await;
+    assert_eq!(next_json(&mut ws).await["channel"], "subscriptionResponse");
+    let snapshot = next_json(&mut ws).await;
+    let body = &snapshot["data"]["Snapshot"];
+    assert_eq!(body["height"], json!(generator.height()));
+    let btc = generator.coin("BTC").unwrap();
+    let n_orders = body["levels"][0].as_array().unwrap().len() + body["levels"][1].as_array().unwrap().len();
+    assert_eq!(n_orders, btc.n_orders());
+
+    // Errors and heartbeats, in Hyperliquid's wording.
+    send(&mut ws, json!({"method": "subscribe", "subscription": {"type": "trades", "coin": "BTC"}})).await;
+    let err = next_json(&mut ws).await;
+    assert_eq!(err, json!({"channel": "error", "data": "Already subscribed: {\"type\":\"trades\",\"coin\":\"BTC\"}"}));
+    send(
+        &mut ws,
+        json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC", "nSigFigs": 4, "mantissa": 2}}),
+    )
+    .await;
+    assert!(next_json(&mut ws).await["data"].as_str().unwrap().starts_with("Invalid subscription: "));
+    ws.send(Message::Text(r#"{"method":"subscribe","subscription":{"type":"l2Book"}}"#.into())).await.unwrap();
+    assert!(
+        next_json(&mut ws).await["data"]
+            .as_str()
+            .unwrap()
+            .starts_with("Error parsing JSON into valid websocket request: ")
+    );
+    send(&mut ws, json!({"method": "ping"})).await;
+    assert_eq!(next_json(&mut ws).await, json!({"channel": "pong"}));
+
+    // The node writes blocks; the client must see every one, in order.
+    let n_blocks = 6u64;
+    let first_height = generator.height() + 1;
+    write_blocks(&mut generator, &mut writer, n_blocks);
+    let last_time = T0_MS + (generator.height() as i64 - 5_000 - 1) * 1_500;
+    let mut l4_heights = Vec::new();
+    let mut latest_l2: Vec<Option<Value>> = vec![None; 7];
+    let mut n_trades = 0;
+    while l4_heights.last() != Some(&generator.height())
+        || latest_l2.iter().any(|l| l.as_ref().is_none_or(|v| v["time"] != json!(last_time)))
+    {
+        let msg = next_json(&mut ws).await;
+        match msg["channel"].as_str().unwrap() {
+            "l4Book" => l4_heights.push(msg["data"]["Updates"]["height"].as_u64().unwrap()),
+            "trades" => {
+                for t in msg["data"].as_array().unwrap() {
+                    assert_eq!(t["coin"], "BTC");
+                    assert!(t["users"].as_array().unwrap().len() == 2 && (t["side"] == "A" || t["side"] == "B"));
+                    n_trades += 1;
+                }
+            }
+            "l2Book" => {
+                // Which subscription? Frames come in subscription order per block; match by levels.
+                let data = msg["data"].clone();
+                let idx =
+                    latest_l2.iter().position(|l| l.as_ref().is_none_or(|v| v["time"] != data["time"])).unwrap_or(0);
+                latest_l2[idx] = Some(data);
+            }
+            other => panic!("unexpected {other}: {msg}"),
+        }
+    }
+    assert_eq!(
+        l4_heights,
+        (first_height..=generator.height()).collect::<Vec<_>>(),
+        "l4Book updates strictly in block order"
+    );
+    assert!(n_trades > 0, "BTC traded in {n_blocks} blocks");
+    for (i, (sig, m)) in VARIANTS.iter().enumerate() {
+        let got = latest_l2[i].as_ref().unwrap();
+        for (side, bid) in [(0, true), (1, false)] {
+            let expect = naive_levels(&btc_levels(&generator, bid), 1, 5, bid, *sig, m.unwrap_or(1), 20);
+            assert_eq!(got["levels"][side].as_array().unwrap(), &expect, "variant {sig:?}/{m:?} side {side}");
+        }
+    }
+
+    // post l2Book over the socket, and /info over HTTP.
+    send(&mut ws, json!({"method": "post", "id": 7, "request": {"type": "info", "payload": {"type": "l2Book", "coin": "BTC", "nSigFigs": 5, "mantissa": null}}})).await;
+    let mut reply = next_json(&mut ws).await;
+    while reply["channel"] == "trades" {
+        reply = next_json(&mut ws).await;
+    }
+    assert_eq!(reply["channel"], "post");
+    assert_eq!(reply["data"]["id"], 7);
+    assert_eq!(reply["data"]["response"]["payload"]["data"]["levels"], latest_l2[1].as_ref().unwrap()["levels"]);
+    let (status, body) = http_post(server.addr, r#"{"type":"meta"}"#).await;
+    assert_eq!(status, 200);
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["universe"][0]["name"], "BTC");
+    let (status, body) = http_post(server.addr, r#"{"type":"spotMeta"}"#).await;
+    assert_eq!(
+        (status, serde_json::from_str::<Value>(&body).unwrap()["universe"][0]["name"].clone()),
+        (200, json!("PURR/USDC"))
+    );
+    let (status, body) = http_post(server.addr, r#"{"type":"l2Book","coin":"BTC"}"#).await;
+    assert_eq!(status, 200);
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["levels"], latest_l2[0].as_ref().unwrap()["levels"]);
+    let (status, body) = http_post(server.addr, r#"{"type":"allMids"}"#).await;
+    assert_eq!(status, 200);
+    assert!(serde_json::from_str::<Value>(&body).unwrap()["BTC"].is_string());
+    let (status, body) = http_post(server.addr, r#"{"type":"clearinghouseState","user":"0x0"}"#).await;
+    assert_eq!(status, 422);
+    assert!(body.starts_with("Failed to deserialize the JSON body into the target type"), "{body}");
+
+    server.stop();
+}
+
+fn btc_levels(generator: &ticktrade_hl_node::synth::Generator, bid: bool) -> Vec<(i64, i64, u32)> {
+    generator.coin("BTC").unwrap().levels(bid)
+}
+
+#[test]
+fn a_client_that_does_not_read_is_disconnected_with_a_reason() {
+    use ticktrade_hl_node::server::engine::EngineMsg;
+    use ticktrade_hl_proto::ws::ClientMessage;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut generator = generator(20, 600);
+    let mut writer = GenWriter::new(tmp.path());
+    let mut engine = engine(tmp.path(), &generator);
+    let (tx, _unread) = tokio::sync::mpsc::channel(4);
+    let (kill, mut killed) = tokio::sync::oneshot::channel();
+    engine.handle(EngineMsg::Connect { id: 1, tx, kill });
+    for coin in ["BTC", "ETH"] {
+        let text = json!({"method": "subscribe", "subscription": {"type": "l4Book", "coin": coin}}).to_string();
+        engine.handle(EngineMsg::Request { id: 1, message: ClientMessage::parse(&text).unwrap(), text });
+    }
+    assert!(killed.try_recv().is_err(), "four frames fit");
+    assert_eq!(engine.n_clients(), 1);
+    write_blocks(&mut generator, &mut writer, 2);
+    engine.poll_files();
+    let reason = killed.try_recv().unwrap();
+    assert!(reason.starts_with("slow client"), "{reason}");
+    assert_eq!(engine.n_clients(), 0, "its subscriptions are gone");
+    // The other clients' blocks keep flowing: the engine is at the node's height.
+    assert_eq!(engine.books().height(), generator.height());
+}
