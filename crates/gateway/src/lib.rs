@@ -1,11 +1,19 @@
 //! The trading side: the exchange-agnostic `Venue` trait (async control plane), the Deribit
-//! client that implements it, order management, and the one-thread hot-path loop.
+//! client that implements it, order management, the trading shell, and the one-thread
+//! hot-path loop.
+//!
+//! Owns: everything between a trader (or a test) and a venue's socket.
+//! Must not: know a venue's wire format outside that venue's module (`deribit` only talks
+//! to `ticktrade_deribit_proto`), print a secret, or use floats for prices or sizes.
 //!
 //! # Layout
 //! - `venue`: the `Venue` trait, typed parameters and events (no JSON crosses it).
+//! - `oms`: `OrderTracker`, order/fill/position state merged from any-order reports.
 //! - `deribit`: the Deribit WebSocket JSON-RPC client implementing `Venue`.
+//! - `shell`: the trading shell's commands, output and terminal front end (generic over `Venue`).
 //! - `hot`: the synchronous read → decode → book → decide → encode → write loop and `Strategy`.
 
 pub mod deribit;
 pub mod hot;
+pub mod oms;
 pub mod venue;
