@@ -39,6 +39,7 @@ pub mod naive;
 pub mod order;
 pub mod query;
 pub mod reject;
+pub mod synth;
 
 pub use account::{AccountSummary, Position};
 pub use catalogue::{Catalogue, CatalogueParams, CurrencyId, IndexId, Instrument};
@@ -50,3 +51,4 @@ pub use order::{
 };
 pub use query::{Ticker, TradeFilter, parse_order_id};
 pub use reject::Reject;
+pub use synth::{StepStats, SynthConfig, SynthMarket};

@@ -65,15 +65,17 @@ impl Exchange {
         self.flush(now, out);
     }
 
+    pub(crate) fn has_triggers(&self, instrument: InstrumentId) -> bool {
+        self.markets.get(instrument.0 as usize).is_some_and(|m| !m.triggers.is_empty())
+    }
+
     /// Sets the mark from an `f64` (the synthetic market's models).
-    #[allow(dead_code)] // Used by `synth`.
     pub(crate) fn set_mark_f64(&mut self, instrument: InstrumentId, value: f64) {
         if let Some(market) = self.markets.get_mut(instrument.0 as usize) {
             market.mark = value;
         }
     }
 
-    #[allow(dead_code)] // Used by `synth`.
     pub(crate) fn set_index_f64(&mut self, index: IndexId, value: f64) {
         if let Some(slot) = self.index_prices.get_mut(usize::from(index.0)) {
             *slot = value;
