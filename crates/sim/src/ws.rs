@@ -36,6 +36,7 @@ pub async fn serve(socket: WebSocket, shared: Arc<Shared>, mut shutdown: watch::
     let mut killed = kill.watch();
     let mut heartbeat: Option<tokio::time::Interval> = None;
     let mut heartbeat_secs = None;
+    let mut closing_reply = false;
     loop {
         if session.heartbeat != heartbeat_secs {
             heartbeat_secs = session.heartbeat;
@@ -62,6 +63,7 @@ pub async fn serve(socket: WebSocket, shared: Arc<Shared>, mut shutdown: watch::
                 Some(Ok(Message::Text(text))) => {
                     let reply = handle_text(&shared, &mut session, text.as_str()).await;
                     if !deliver(&tx, &kill, reply).await {
+                        closing_reply = true;
                         break;
                     }
                 }
@@ -69,6 +71,7 @@ pub async fn serve(socket: WebSocket, shared: Arc<Shared>, mut shutdown: watch::
                     let text = String::from_utf8_lossy(&bytes).into_owned();
                     let reply = handle_text(&shared, &mut session, &text).await;
                     if !deliver(&tx, &kill, reply).await {
+                        closing_reply = true;
                         break;
                     }
                 }
@@ -95,7 +98,20 @@ pub async fn serve(socket: WebSocket, shared: Arc<Shared>, mut shutdown: watch::
             }
         }
     }
+    // Server-side close: keep reading (and discarding) until the peer answers the close frame,
+    // so unread requests in flight do not turn the close into a TCP reset that loses it.
+    let server_closed = kill.reason().is_some() || session.logged_out || closing_reply;
     drop(tx);
+    if server_closed {
+        let drain = async {
+            while let Some(Ok(message)) = stream.next().await {
+                if matches!(message, Message::Close(_)) {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), drain).await;
+    }
     let cancel_orders_of = if session.cancel_on_disconnect && !session.logged_out {
         session.grant.as_ref().map(|g| g.account)
     } else {

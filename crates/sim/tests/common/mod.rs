@@ -119,3 +119,19 @@ impl Client {
         v
     }
 }
+
+impl Client {
+    /// Next frame whose `method` is `method` (e.g. "heartbeat").
+    pub async fn notification_method(&mut self, method: &str) -> Value {
+        if let Some(pos) = self.backlog.iter().position(|v| v["method"] == json!(method)) {
+            return self.backlog.remove(pos).unwrap();
+        }
+        loop {
+            let v = self.read().await.expect("socket closed");
+            if v["method"] == json!(method) {
+                return v;
+            }
+            self.backlog.push_back(v);
+        }
+    }
+}
