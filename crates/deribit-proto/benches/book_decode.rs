@@ -4,6 +4,8 @@
 //!
 //! `cargo bench -p ticktrade-deribit-proto --bench book_decode`
 
+#![allow(clippy::unwrap_used)] // Benchmark set-up on fixed inputs, like tests.
+
 use std::borrow::Cow;
 use std::hint::black_box;
 
