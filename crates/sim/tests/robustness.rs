@@ -2,6 +2,8 @@
 //! wrong types, 16 MiB frames, unknown channels, request floods, half-open connections,
 //! slow subscribers. Real sockets on loopback.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::{Client, sim};

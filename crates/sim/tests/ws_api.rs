@@ -1,5 +1,7 @@
 //! Loopback integration: auth with all three grants, session methods, trading, subscriptions.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::{Client, sim};

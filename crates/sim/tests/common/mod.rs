@@ -1,5 +1,5 @@
 //! A small JSON-RPC WebSocket client for the loopback tests (tokio-tungstenite).
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::collections::VecDeque;
 use std::time::Duration;
