@@ -16,12 +16,15 @@
 //! - `error`: Deribit's RPC error codes and the JSON-RPC ones.
 //! - `signature`: `client_signature` and `deri-hmac-sha256`, and the `Secret` newtype.
 //! - `api`: typed method params and results.
+//! - `book_fast`: the hot path's fixed-layout book decoder, same results as `book`.
 //! - `order`: the hot path's limit-order encoder and the origin `OrderLabel`.
 //! - `scan` (private): the small JSON scanner the hand decoders share.
 
 pub mod api;
 pub mod book;
+pub mod book_fast;
 pub mod channel;
+pub mod client;
 pub mod envelope;
 pub mod error;
 pub mod instrument;

@@ -1,0 +1,119 @@
+use proptest::prelude::*;
+use ticktrade_core::Decimal;
+
+use super::*;
+use crate::book::encode_book_units;
+
+fn spec(tick: &str, unit: &str) -> InstrumentSpec {
+    InstrumentSpec::simple("BTC-PERPETUAL", Decimal::parse(tick).unwrap(), Decimal::parse(unit).unwrap()).unwrap()
+}
+
+/// The model: the general decoder. Both results, errors included, must be equal.
+#[track_caller]
+fn check(spec: &InstrumentSpec, frame: &[u8]) -> Result<(BookHeader<'static>, Vec<LevelUpdate>), DecodeError> {
+    let frame: &'static [u8] = Box::leak(frame.to_vec().into_boxed_slice());
+    let mut want = Vec::new();
+    let expected = decode_book_units(frame, spec, &mut want);
+    let mut got =
+        vec![LevelUpdate { side: Side::Buy, action: Action::New, price: Price::from_raw(9), qty: Qty::from_raw(9) }];
+    let actual = FastBookDecoder::new(spec).decode(frame, &mut got);
+    assert_eq!(actual, expected, "{}", String::from_utf8_lossy(frame));
+    if expected.is_ok() {
+        assert_eq!(got, want, "{}", String::from_utf8_lossy(frame));
+    }
+    expected.map(|h| (h, want))
+}
+
+#[test]
+fn takes_the_fast_path_on_both_key_orders() {
+    let spec = spec("0.5", "10");
+    let ours = br#"{"jsonrpc":"2.0","method":"subscription","params":{"channel":"book.BTC-PERPETUAL.raw","data":{"type":"change","timestamp":1626993724318,"prev_change_id":33195894164,"instrument_name":"BTC-PERPETUAL","change_id":33195894355,"bids":[["new",64250.5,1200.0],["delete",64250,0]],"asks":[["change",64251.0,30]]}}}"#;
+    let deribit = br#"{"jsonrpc":"2.0","method":"subscription","params":{"channel":"book.BTC-PERPETUAL.raw","data":{"timestamp":1626993724318,"type":"change","change_id":33195894355,"instrument_name":"BTC-PERPETUAL","bids":[["new",64250.5,1200.0],["delete",64250,0]],"asks":[["change",64251.0,30]],"prev_change_id":33195894164}}}"#;
+    let decoder = FastBookDecoder::new(&spec);
+    for frame in [&ours[..], &deribit[..]] {
+        let mut out = Vec::new();
+        assert!(decoder.fast(frame, &mut out).is_some(), "fast path refused {}", String::from_utf8_lossy(frame));
+        let (header, levels) = check(&spec, frame).unwrap();
+        assert_eq!(header.change_id, 33_195_894_355);
+        assert_eq!(levels.len(), 3);
+        assert_eq!(levels[0].price, Price::from_raw(128_501));
+        assert_eq!(levels[0].qty, Qty::from_raw(120));
+    }
+}
+
+#[test]
+fn recorded_vectors_agree_with_the_general_decoder() {
+    let mut n = 0;
+    for name in ticktrade_testkit::vector_names("deribit/examples") {
+        if !name.starts_with("book.") || !name.contains("notification") {
+            continue;
+        }
+        let frame = ticktrade_testkit::deribit_vector(&name);
+        for (tick, unit) in [("0.5", "10"), ("0.00001", "0.1"), ("0.01", "1"), ("0.0001", "0.0001")] {
+            let _ = check(&spec(tick, unit), &frame);
+        }
+        n += 1;
+    }
+    assert!(n >= 8, "{n} vectors");
+}
+
+#[test]
+fn off_grid_exponents_and_escapes_fall_back() {
+    let spec = spec("0.5", "10");
+    let base = r#"{"jsonrpc":"2.0","method":"subscription","params":{"channel":"book.X.raw","data":{"type":"snapshot","timestamp":1,"instrument_name":"X","change_id":2,"bids":[["new",PRICE,AMOUNT]],"asks":[]}}}"#;
+    for (price, amount) in
+        [("1.25", "10"), ("1e3", "10"), ("1.5", "15"), ("-1.5", "10"), ("01", "10"), ("1.", "10"), ("1.5", "1E1")]
+    {
+        let frame = base.replace("PRICE", price).replace("AMOUNT", amount);
+        let _ = check(&spec, frame.as_bytes());
+    }
+    let escaped =
+        base.replace("PRICE", "1").replace("AMOUNT", "10").replace(r#""X","change_id""#, r#""\u0058","change_id""#);
+    let _ = check(&spec, escaped.as_bytes());
+}
+
+fn level_strategy() -> impl Strategy<Value = LevelUpdate> {
+    (any::<bool>(), 0u8..3, -2_000_000i64..2_000_000, 0i64..1_000_000).prop_map(|(buy, action, price, qty)| {
+        LevelUpdate {
+            side: if buy { Side::Buy } else { Side::Sell },
+            action: [Action::New, Action::Change, Action::Delete][usize::from(action)],
+            price: Price::from_raw(price),
+            qty: Qty::from_raw(qty),
+        }
+    })
+}
+
+proptest! {
+    #[test]
+    fn encoded_frames_round_trip_like_the_general_decoder(
+        levels in prop::collection::vec(level_strategy(), 0..20),
+        tick in prop::sample::select(vec!["0.5", "1", "0.0001", "25", "2.5"]),
+        unit in prop::sample::select(vec!["10", "1", "0.001"]),
+        snapshot: bool, change_id: u64, prev: u64, ts: u64,
+    ) {
+        let spec = spec(tick, unit);
+        let header = BookHeader {
+            channel: "book.BTC-PERPETUAL.raw",
+            instrument: "BTC-PERPETUAL",
+            kind: if snapshot { BookKind::Snapshot } else { BookKind::Change },
+            change_id,
+            prev_change_id: (!snapshot).then_some(prev),
+            timestamp_ms: ts,
+        };
+        let mut frame = Vec::new();
+        encode_book_units(&mut frame, &header, &spec, &levels);
+        let mut out = Vec::new();
+        prop_assert!(FastBookDecoder::new(&spec).fast(&frame, &mut out).is_some());
+        let (decoded, _) = check(&spec, &frame).unwrap();
+        prop_assert_eq!(decoded, header);
+    }
+
+    #[test]
+    fn mutated_frames_agree_with_the_general_decoder(at in 0usize..400, byte in prop::sample::select(b"0123456789.-e,[]{}\"x ".to_vec()), cut: bool) {
+        let spec = spec("0.5", "10");
+        let mut frame = br#"{"jsonrpc":"2.0","method":"subscription","params":{"channel":"book.BTC-PERPETUAL.raw","data":{"type":"change","timestamp":1626993724318,"prev_change_id":33195894164,"instrument_name":"BTC-PERPETUAL","change_id":33195894355,"bids":[["new",64250.5,1200.0],["delete",64250,0]],"asks":[["change",64251.0,30]]}}}"#.to_vec();
+        let at = at % frame.len();
+        if cut { frame.truncate(at) } else { frame[at] = byte }
+        let _ = check(&spec, &frame);
+    }
+}
