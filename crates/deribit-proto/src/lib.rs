@@ -25,6 +25,7 @@ pub mod book;
 pub mod book_fast;
 pub mod channel;
 pub mod client;
+pub mod client;
 pub mod envelope;
 pub mod error;
 pub mod instrument;

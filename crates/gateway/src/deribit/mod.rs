@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use ticktrade_core::Side;
 use ticktrade_deribit_proto::api::{self, Num};
+use ticktrade_deribit_proto::client::BookLevels;
 use ticktrade_deribit_proto::instrument::parse_instrument;
 pub use ticktrade_deribit_proto::signature::Secret;
 use ticktrade_net::ConnectOptions;
@@ -268,11 +269,11 @@ impl Venue for Deribit {
 
     async fn book_snapshot(&self, instrument: &str, depth: u32) -> Result<BookSnapshot, VenueError> {
         let params = api::InstrumentParams { instrument_name: instrument.to_owned(), depth: Some(depth), count: None };
-        let (book, _): (api::OrderBook, _) = self.inner.call("public/get_order_book", &params, Gate::Ready).await?;
+        let (book, _): (BookLevels, _) = self.inner.call("public/get_order_book", &params, Gate::Ready).await?;
         Ok(BookSnapshot {
-            instrument: book.ticker.instrument_name,
+            instrument: book.instrument_name,
             change_id: u64::try_from(book.change_id).unwrap_or(0),
-            timestamp_ms: book.ticker.timestamp,
+            timestamp_ms: book.timestamp,
             bids: book.bids.into_iter().map(|(p, q)| (p.0, q.0)).collect(),
             asks: book.asks.into_iter().map(|(p, q)| (p.0, q.0)).collect(),
         })
