@@ -89,7 +89,7 @@ proptest! {
         levels in prop::collection::vec(level_strategy(), 0..20),
         tick in prop::sample::select(vec!["0.5", "1", "0.0001", "25", "2.5"]),
         unit in prop::sample::select(vec!["10", "1", "0.001"]),
-        snapshot: bool, change_id: u64, prev: u64, ts: u64,
+        snapshot: bool, change_id in 0u64..9_999_999_999_999_999_999, prev in 0u64..1 << 62, ts in 0u64..1 << 62,
     ) {
         let spec = spec(tick, unit);
         let header = BookHeader {
