@@ -9,25 +9,56 @@ use serde::{Deserialize, Serialize};
 
 use super::Num;
 
+/// String params that HTTP query strings (and some clients) send as numbers: `label=123`.
+mod lenient {
+    use serde::{Deserialize, Deserializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Text {
+        Str(String),
+        Num(serde_json::Number),
+        Bool(bool),
+    }
+
+    impl Text {
+        fn into_string(self) -> String {
+            match self {
+                Text::Str(s) => s,
+                Text::Num(n) => n.to_string(),
+                Text::Bool(b) => b.to_string(),
+            }
+        }
+    }
+
+    pub fn string<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+        Text::deserialize(deserializer).map(Text::into_string)
+    }
+
+    pub fn opt_string<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+        Option::<Text>::deserialize(deserializer).map(|t| t.map(Text::into_string))
+    }
+}
+
 /// `public/auth`. Which fields are required depends on `grant_type`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuthParams {
     pub grant_type: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::opt_string")]
     pub client_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::opt_string")]
     pub client_secret: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::opt_string")]
     pub refresh_token: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::opt_string")]
     pub signature: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::opt_string")]
     pub nonce: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::opt_string")]
     pub data: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::opt_string")]
     pub state: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
@@ -71,7 +102,7 @@ pub struct CancelOnDisconnectParams {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubscribeParams {
     pub channels: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::opt_string")]
     pub label: Option<String>,
 }
 
@@ -86,7 +117,7 @@ pub struct OrderParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(rename = "type")]
     pub order_type: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::opt_string")]
     pub label: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<Num>,
@@ -111,9 +142,9 @@ pub struct OrderParams {
 /// `private/edit` (by `order_id`) and `private/edit_by_label` (by `label` + `instrument_name`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EditParams {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::opt_string")]
     pub order_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::opt_string")]
     pub label: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instrument_name: Option<String>,
@@ -136,6 +167,7 @@ pub struct EditParams {
 /// Methods that take only an `order_id`: `private/cancel`, `get_order_state`, `get_user_trades_by_order`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrderIdParams {
+    #[serde(deserialize_with = "lenient::string")]
     pub order_id: String,
 }
 
@@ -152,7 +184,7 @@ pub struct FilterParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(rename = "type")]
     pub order_type: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::opt_string")]
     pub label: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detailed: Option<bool>,
@@ -237,6 +269,14 @@ mod tests {
         let request: serde_json::Value = serde_json::from_str(text).unwrap();
         let params: OrderParams = serde_json::from_str(&request["params"].to_string()).unwrap();
         assert!(!params.instrument_name.is_empty());
+    }
+
+    #[test]
+    fn numeric_strings_are_accepted() {
+        let params: OrderParams = serde_json::from_str(r#"{"instrument_name":"X","label":123}"#).unwrap();
+        assert_eq!(params.label.as_deref(), Some("123"));
+        let params: OrderIdParams = serde_json::from_str(r#"{"order_id":42}"#).unwrap();
+        assert_eq!(params.order_id, "42");
     }
 
     #[test]
