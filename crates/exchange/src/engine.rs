@@ -224,7 +224,8 @@ impl Exchange {
     }
 
     /// Handles one request from `account` at `now`. Events (for this and other accounts)
-    /// are appended to `out`; on `Err` nothing changed and nothing was appended.
+    /// are appended to `out`. On `Err` the request changed nothing; `out` may still hold
+    /// events of good-til-day orders that expired before `now` (see [`Exchange::advance`]).
     pub fn handle(
         &mut self,
         now: Utc,
@@ -306,7 +307,7 @@ impl Exchange {
             NumberError::OffGrid => wrong_tick,
             _ => Reject::INVALID_PRICE,
         })?;
-        if inst.spec.kind == InstrumentKind::Option && !price.is_positive() {
+        if !inst.spec.kind.is_combo() && !price.is_positive() {
             return Err(Reject::INVALID_PRICE);
         }
         Ok(price)

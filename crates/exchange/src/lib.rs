@@ -15,6 +15,11 @@
 //! for event in events.drain(..) { /* publish user.orders, user.trades, book.*, trades.* … */ }
 //! ```
 //!
+//! Not modelled (yet): price bands (`10005`–`10007`), iceberg `display_amount`, linked
+//! orders (OTO/OCO), `advanced` usd/implv option orders, MMP, combo instruments, expiry
+//! settlement and perpetual funding. Dated instruments stop accepting orders at expiry
+//! (`10012 book_closed`).
+//!
 //! # Layout
 //! - `catalogue`: `Instrument`, `Catalogue` (built-in Deribit-like, or from parsed specs).
 //! - `order`: `Order`, `PlaceParams`, `EditParams`, the wire enums, `Label`.
