@@ -107,7 +107,7 @@ fn hot_loop_allocates_nothing_on_a_loopback_socket() {
         let (mut ring, _rx) = spsc_ring(16);
         run_from_memory(&mut pipeline, &frames, &mut reader, &mut writer, &clock, &mut ring) as u64
     };
-    let config = ExchangeConfig { gap: Duration::ZERO, floor_every: 1000, ticks: TICKS };
+    let config = ExchangeConfig { gap: Duration::ZERO, floor_every: 1000, ticks: TICKS, spin: false };
     let exchange = ExchangeSide::spawn(Arc::clone(&feed), clock.clone(), config).unwrap();
     let (stream, reader) = handshake::connect(exchange.addr, "127.0.0.1", "/ws/api/v2").unwrap();
     let (stamps_tx, stamps_rx) = spsc_ring(1 << 16);

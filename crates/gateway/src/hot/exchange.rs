@@ -10,9 +10,9 @@
 //! not available, and speaks the same bytes (`SyntheticFeed` frames are the simulator's
 //! encoder's output).
 //!
-//! Pacing: one tick every `gap` (a `thread::sleep`, so ≈60–110 µs on Linux for a 50 µs gap), so
-//! each tick finds the client blocked in `read`, as a real feed usually does; a flood would
-//! measure queueing instead (research/limits.md §1(a)).
+//! Pacing: one tick every `gap` (a `thread::sleep`, so ≈60–110 µs on Linux for a 50 µs gap, or
+//! a TSC spin with `spin`), so each tick finds the client blocked in `read`, as a real feed
+//! usually does; a flood would measure queueing instead (research/limits.md §1(a)).
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
@@ -38,6 +38,9 @@ pub struct ExchangeConfig {
     pub floor_every: u32,
     /// Ticks to publish (at most the feed's length).
     pub ticks: usize,
+    /// Wait out each gap spinning on the TSC instead of sleeping: exact gaps and a publisher
+    /// that never idles its core, at the cost of one busy core (see docs/PERFORMANCE.md).
+    pub spin: bool,
 }
 
 /// What the exchange side measured.
@@ -117,13 +120,24 @@ fn publish(
     writer.frame_of(Opcode::Text, &feed.snapshot);
     writer.write_to(&mut stream)?;
     let mut probes = 0u64;
+    let pause = |clock: &TscClock| {
+        if config.spin {
+            let start = clock.raw();
+            let gap = u64::try_from(config.gap.as_nanos()).unwrap_or(u64::MAX);
+            while clock.nanos_between(start, clock.raw()) < gap {
+                std::hint::spin_loop();
+            }
+        } else {
+            std::thread::sleep(config.gap);
+        }
+    };
     for (i, frame) in feed.changes[..n].iter().enumerate() {
-        std::thread::sleep(config.gap);
+        pause(&clock);
         writer.frame_of(Opcode::Text, frame);
         sent_at[i].store(clock.raw().0, Ordering::Release);
         writer.write_to(&mut stream)?;
         if config.floor_every != 0 && (i as u64 + 1).is_multiple_of(u64::from(config.floor_every)) {
-            std::thread::sleep(config.gap);
+            pause(&clock);
             writer.frame_of(Opcode::Text, FLOOR_PROBE);
             writer.write_to(&mut stream)?;
             probes += 1;

@@ -8,8 +8,9 @@
 
 use ticktrade_book::l2::{ApplyError, L2Book, LevelUpdate};
 use ticktrade_core::InstrumentSpec;
+use ticktrade_deribit_proto::book_fast::FastBookDecoder;
 use ticktrade_deribit_proto::order::{LimitOrder, OrderEncoder, OrderLabel};
-use ticktrade_deribit_proto::{BookKind, DecodeError, decode_book_units};
+use ticktrade_deribit_proto::{BookKind, DecodeError};
 use ticktrade_latency::{RawTicks, TscClock};
 
 use super::strategy::{BookEvent, OrderSink, Strategy};
@@ -76,6 +77,7 @@ pub struct PipelineStats {
 /// Decode → book → strategy → encode for one instrument.
 pub struct Pipeline<S> {
     spec: InstrumentSpec,
+    decoder: FastBookDecoder,
     encoder: OrderEncoder,
     book: L2Book,
     updates: Vec<LevelUpdate>,
@@ -95,6 +97,7 @@ impl<S: Strategy> Pipeline<S> {
     pub fn new(spec: &InstrumentSpec, strategy: S, max_updates: usize) -> Pipeline<S> {
         Pipeline {
             spec: spec.clone(),
+            decoder: FastBookDecoder::new(spec),
             encoder: OrderEncoder::new(spec),
             book: L2Book::new(),
             updates: Vec::with_capacity(max_updates),
@@ -137,7 +140,7 @@ impl<S: Strategy> Pipeline<S> {
             self.stats.not_book += 1;
             return Outcome::NotBook;
         }
-        let header = match decode_book_units(frame, &self.spec, &mut self.updates) {
+        let header = match self.decoder.decode(frame, &mut self.updates) {
             Ok(header) => header,
             Err(error) => return self.malformed(error),
         };

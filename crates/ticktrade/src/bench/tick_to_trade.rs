@@ -1,0 +1,209 @@
+//! `ticktrade bench tick-to-trade`: an exchange side publishes Deribit `book.BTC-PERPETUAL.raw`
+//! changes over a real WebSocket on 127.0.0.1 and reads the orders back; ticktrade's hot loop
+//! (`ticktrade_gateway::hot`) answers each qualifying tick with an order. Then the same
+//! pipeline written the plain way (`baseline`: tokio task, tokio-tungstenite, serde_json
+//! `Value`, `BTreeMap` book, `format!` request) runs against a fresh exchange side on the same
+//! frames, in the same process.
+//!
+//! Owns: the run's wiring, the series it reports and their names (`tick_to_trade` = t5 − t0,
+//! `tick_to_encoded` = t4 − t0, `write_floor` = a bare write of the last order's bytes on the
+//! same socket, per-stage spans, `exchange_tick_to_order` = the exchange's view), and the shared
+//! output helper (`emit`: table, `--json` lines, `--plot` SVG) that `bench order` uses too.
+//! Must not: time anything itself on the hot side; the stamps come from the hot loop's rings.
+//!
+//! The exchange side is `ticktrade_gateway::hot::exchange::ExchangeSide` (an in-process
+//! publisher speaking the simulator's bytes), not `ticktrade_sim`: a matching engine on the
+//! other end would only add its own work to the exchange-side view, not to tick-to-trade.
+
+mod baseline;
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use ticktrade_core::Qty;
+use ticktrade_gateway::hot::exchange::{ExchangeConfig, ExchangeReport, ExchangeSide};
+use ticktrade_gateway::hot::feed::{SyntheticFeed, btc_perpetual, warm_up};
+use ticktrade_gateway::hot::{
+    HotConfig, HotLoop, LoopReport, Pipeline, QuoteOnTick, Recorded, handshake, spawn_recorder,
+};
+use ticktrade_latency::{Histogram, Series, Stage, TscClock, spsc_ring, svg_string, table_string, write_json_lines};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Book change frames to publish (each is one tick).
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(100..=10_000_000))]
+    pub ticks: u64,
+    /// Pause before each tick, in µs (a `thread::sleep`; Linux adds ≈50 µs of timer slack).
+    #[arg(long, default_value_t = 50)]
+    pub gap_us: u64,
+    /// The exchange side waits out each gap spinning instead of sleeping (exact gaps; one
+    /// core busy).
+    #[arg(long)]
+    pub spin_gap: bool,
+    /// Level updates per change frame (3 gives ≈300-byte frames, like Deribit's).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub levels_per_frame: u64,
+    /// The strategy answers every N-th two-sided tick.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub every: u32,
+    /// Ask for a bare write of the last order's bytes after every N ticks (`write_floor`).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    pub floor_every: u32,
+    /// Spin on a non-blocking socket instead of blocking in read (for isolated cores only;
+    /// slower on a shared 2-vCPU VM, see docs/PERFORMANCE.md).
+    #[arg(long)]
+    pub busy_poll: bool,
+    /// Pin the hot thread to this core index.
+    #[arg(long)]
+    pub pin_core: Option<usize>,
+    /// Skip the plain baseline (for profiling the hot loop alone).
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// Print one JSON object per series per line on stdout (the table goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// Write a latency-vs-percentile plot of the main series to this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
+}
+
+/// What one side of the comparison measured.
+pub(crate) struct SideResult {
+    pub(crate) recorded: Recorded,
+    pub(crate) exchange: ExchangeReport,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let spec = btc_perpetual().map_err(|e| anyhow!("spec: {e}"))?;
+    let ticks = usize::try_from(args.ticks).context("--ticks")?;
+    let per = usize::try_from(args.levels_per_frame).context("--levels-per-frame")?;
+    let feed = Arc::new(SyntheticFeed::generate(&spec, ticks, per));
+    let clock = TscClock::new();
+    let gap = Duration::from_micros(args.gap_us);
+
+    let (hot, loop_report) = run_hot(&args, &feed, &clock, gap)?;
+    let base = if args.no_baseline {
+        None
+    } else {
+        Some(baseline::run(&spec, &feed, &clock, gap, args.spin_gap, args.every)?)
+    };
+
+    let series = build_series(&hot, base.as_ref());
+    let mean_frame = feed.changes.iter().map(Vec::len).sum::<usize>() / feed.changes.len().max(1);
+    let mut notes = format!(
+        "ticktrade bench tick-to-trade: {ticks} ticks of {per} levels (mean {mean_frame} B) on 127.0.0.1, \
+         gap {}µs ({}), every {} tick(s); hot loop: {} reads{}{}\n",
+        args.gap_us,
+        if args.spin_gap { "spin" } else { "sleep" },
+        args.every,
+        if args.busy_poll { "busy-poll" } else { "blocking" },
+        match (args.pin_core, loop_report.pinned) {
+            (Some(core), true) => format!(", pinned to core {core}"),
+            (Some(core), false) => format!(", pinning to core {core} FAILED"),
+            (None, _) => String::new(),
+        },
+        if base.is_some() { "; baseline: tokio + tungstenite + serde_json Value + BTreeMap + format!" } else { "" },
+    );
+    let _ = writeln!(
+        notes,
+        "orders: ticktrade {} (exchange saw {}), stale {}, dropped stamps {}; floor writes {}",
+        loop_report.pipeline.orders,
+        hot.exchange.orders,
+        loop_report.pipeline.stale,
+        loop_report.dropped,
+        loop_report.floor_writes
+    );
+    let p50 = |name: &str| series.iter().find(|s| s.name == name).map(|s| s.percentiles.p50);
+    if let (Some(t2t), Some(floor)) = (p50("tick_to_trade"), p50("write_floor"))
+        && floor > 0
+    {
+        let _ = writeln!(notes, "tick_to_trade p50 / write_floor p50 = {:.2}", t2t as f64 / floor as f64);
+    }
+    emit(&notes, &series, args.json, args.plot.as_deref(), "ticktrade bench tick-to-trade (loopback)")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_hot(
+    args: &Args,
+    feed: &Arc<SyntheticFeed>,
+    clock: &TscClock,
+    gap: Duration,
+) -> anyhow::Result<(SideResult, LoopReport)> {
+    let spec = btc_perpetual().map_err(|e| anyhow!("spec: {e}"))?;
+    let mut pipeline = Pipeline::new(&spec, QuoteOnTick::new(Qty::from_raw(1), args.every), feed.snapshot_levels);
+    warm_up(&mut pipeline, feed, clock);
+    let config = ExchangeConfig { gap, floor_every: args.floor_every, ticks: feed.changes.len(), spin: args.spin_gap };
+    let exchange = ExchangeSide::spawn(Arc::clone(feed), clock.clone(), config)?;
+    let (stream, reader) = handshake::connect(exchange.addr, "127.0.0.1", "/ws/api/v2")?;
+    let (stamps_tx, stamps_rx) = spsc_ring(1 << 16);
+    let (floor_tx, floor_rx) = spsc_ring(1 << 14);
+    let recorder = spawn_recorder(stamps_rx, Some(floor_rx))?;
+    let hot_config = HotConfig { busy_poll: args.busy_poll, pin_core: args.pin_core, floor_probe: true };
+    let mut hot = HotLoop::new(stream, reader, pipeline, clock.clone(), stamps_tx, Some(floor_tx), hot_config);
+    let (report, _exit) = hot.run()?;
+    drop(hot);
+    let exchange = exchange.join()?;
+    let recorded = recorder.join().map_err(|_| anyhow!("recorder thread panicked"))?;
+    Ok((SideResult { recorded, exchange }, report))
+}
+
+fn build_series(hot: &SideResult, base: Option<&SideResult>) -> Vec<Series> {
+    let with = |series: Series, baseline: Option<&Histogram>| match baseline {
+        Some(h) if !h.is_empty() => series.with_baseline_p50(h.percentiles().p50),
+        _ => series,
+    };
+    let r = &hot.recorded;
+    let b = base.map(|b| &b.recorded);
+    let mut out = vec![
+        with(Series::from_histogram("tick_to_trade", r.stages.tick_to_trade()), b.map(|b| b.stages.tick_to_trade())),
+        with(Series::from_histogram("tick_to_encoded", &r.tick_to_encoded), b.map(|b| &b.tick_to_encoded)),
+        Series::from_histogram("write_floor", &r.write_floor),
+        with(
+            Series::from_histogram("exchange_tick_to_order", &hot.exchange.tick_to_order),
+            base.map(|b| &b.exchange.tick_to_order),
+        ),
+    ];
+    for (stage, name) in [
+        (Stage::Decoded, "stage_decode"),
+        (Stage::Applied, "stage_apply"),
+        (Stage::Decided, "stage_decide"),
+        (Stage::Encoded, "stage_encode"),
+        (Stage::Sent, "stage_write"),
+    ] {
+        if let Some(h) = r.stages.stage(stage) {
+            out.push(with(Series::from_histogram(name, h), b.and_then(|b| b.stages.stage(stage))));
+        }
+    }
+    if let Some(b) = b {
+        out.push(Series::from_histogram("baseline_tick_to_trade", b.stages.tick_to_trade()));
+        out.push(Series::from_histogram("baseline_tick_to_encoded", &b.tick_to_encoded));
+    }
+    out.retain(|s| s.percentiles.count > 0);
+    out
+}
+
+/// Prints `notes` and the table (stdout, or stderr with `json`), the JSON lines (stdout), and
+/// writes the plot of the series that are not per-stage spans.
+pub(crate) fn emit(
+    notes: &str,
+    series: &[Series],
+    json: bool,
+    plot: Option<&std::path::Path>,
+    title: &str,
+) -> anyhow::Result<()> {
+    let text = format!("{notes}{}", table_string(series));
+    if json {
+        eprint!("{text}");
+        write_json_lines(std::io::stdout().lock(), series).context("writing JSON lines")?;
+    } else {
+        print!("{text}");
+    }
+    if let Some(path) = plot {
+        let plotted: Vec<Series> = series.iter().filter(|s| !s.name.starts_with("stage_")).cloned().collect();
+        std::fs::write(path, svg_string(title, &plotted)).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
