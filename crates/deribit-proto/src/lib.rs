@@ -25,7 +25,6 @@ pub mod book;
 pub mod book_fast;
 pub mod channel;
 pub mod client;
-pub mod client;
 pub mod envelope;
 pub mod error;
 pub mod instrument;

@@ -133,7 +133,7 @@ impl<'a> Scanner<'a> {
         self.expect(b'"', "string")?;
         let start = self.pos;
         let rest = self.rest();
-        match rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20) {
+        match string_end(rest) {
             Some(len) if rest[len] == b'"' => {
                 self.pos += len + 1;
                 Ok(&rest[..len])
@@ -172,28 +172,82 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// An exact decimal number.
+    /// An exact decimal number. Plain `123.456` (at most 18 digits) is parsed while it is
+    /// scanned; anything else (sign, exponent, long mantissa) goes through
+    /// `Decimal::parse_bytes` on the token.
     #[inline]
     pub(crate) fn decimal(&mut self) -> Result<Decimal, DecodeError> {
+        self.ws();
+        let start = self.pos;
+        let (int_value, int_digits) = self.digits();
+        let mut value = int_value;
+        let mut n_digits = int_digits;
+        let mut scale = 0;
+        if int_digits > 0 && self.buf.get(self.pos) == Some(&b'.') {
+            self.pos += 1;
+            let frac_start = self.pos;
+            let (frac_value, frac_digits) = self.digits();
+            if frac_digits > 0 && frac_digits <= 18 {
+                value = value.wrapping_mul(POW10_U64[frac_digits]).wrapping_add(frac_value);
+            }
+            n_digits += frac_digits;
+            scale = self.pos - frac_start;
+        }
+        match self.buf.get(self.pos) {
+            None => return Err(DecodeError::Incomplete),
+            Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') => {}
+            Some(_) if int_digits > 0 && n_digits <= 18 && (scale > 0 || self.buf.get(self.pos - 1) != Some(&b'.')) => {
+                // n_digits <= 18, so `value` < 10^18 fits an i64 and `scale` <= 18.
+                return Decimal::new(value as i64, scale as u8)
+                    .map_err(|error| DecodeError::Number { at: offset(start), error });
+            }
+            Some(_) => {}
+        }
+        self.pos = start;
         let (token, at) = self.number_token()?;
-        parse_decimal(token).map_err(|error| DecodeError::Number { at: offset(at), error })
+        Decimal::parse_bytes(token).map_err(|error| DecodeError::Number { at: offset(at), error })
+    }
+
+    /// Consumes ASCII digits: their value (wrapping past 20 digits) and count.
+    #[inline]
+    fn digits(&mut self) -> (u64, usize) {
+        let start = self.pos;
+        let mut value: u64 = 0;
+        while let Some(&b) = self.buf.get(self.pos) {
+            let digit = b.wrapping_sub(b'0');
+            if digit > 9 {
+                break;
+            }
+            value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
+            self.pos += 1;
+        }
+        (value, self.pos - start)
     }
 
     /// A non-negative integer (ids, timestamps).
     #[inline]
     pub(crate) fn u64(&mut self) -> Result<u64, DecodeError> {
-        let (token, at) = self.number_token()?;
-        let mut value: u64 = 0;
-        for &b in token {
-            if !b.is_ascii_digit() {
-                return Err(DecodeError::Number { at: offset(at), error: NumberError::Syntax });
+        self.ws();
+        let start = self.pos;
+        let (value, n_digits) = self.digits();
+        let syntax = DecodeError::Number { at: offset(start), error: NumberError::Syntax };
+        match self.buf.get(self.pos) {
+            None => Err(DecodeError::Incomplete),
+            Some(b'-' | b'+' | b'.' | b'e' | b'E') => Err(syntax),
+            Some(_) if n_digits == 0 => Err(self.unexpected("number")),
+            Some(_) if n_digits < 20 => Ok(value),
+            Some(_) => {
+                // 20 digits may still fit; recompute with checks.
+                let mut checked: u64 = 0;
+                for &b in &self.buf[start..self.pos] {
+                    checked = checked
+                        .checked_mul(10)
+                        .and_then(|v| v.checked_add(u64::from(b - b'0')))
+                        .ok_or(DecodeError::Number { at: offset(start), error: NumberError::Overflow })?;
+                }
+                Ok(checked)
             }
-            value = value
-                .checked_mul(10)
-                .and_then(|v| v.checked_add(u64::from(b - b'0')))
-                .ok_or(DecodeError::Number { at: offset(at), error: NumberError::Overflow })?;
         }
-        Ok(value)
     }
 
     /// `null` if present (consumed), for optional members.
@@ -304,35 +358,41 @@ pub(crate) fn offset(pos: usize) -> u32 {
     u32::try_from(pos).unwrap_or(u32::MAX)
 }
 
-/// Exact decimal parse with a fast path for the plain `123.456` form (no sign, no exponent,
-/// at most 18 digits), falling back to `Decimal::parse_bytes` for everything else.
-#[inline]
-pub(crate) fn parse_decimal(token: &[u8]) -> Result<Decimal, NumberError> {
-    if token.len() <= 19 {
-        let mut mantissa: i64 = 0;
-        let mut scale: u8 = 0;
-        let mut seen_dot = false;
-        let mut plain = !token.is_empty() && token[0].is_ascii_digit();
-        for &b in token {
-            match b {
-                b'0'..=b'9' => {
-                    mantissa = mantissa.wrapping_mul(10).wrapping_add(i64::from(b - b'0'));
-                    scale += u8::from(seen_dot);
-                }
-                b'.' if !seen_dot => seen_dot = true,
-                _ => {
-                    plain = false;
-                    break;
-                }
-            }
-        }
-        // 19 bytes hold at most 18 digits when a dot is present; 19 digits may overflow.
-        let digits = token.len() - usize::from(seen_dot);
-        if plain && digits <= 18 && token.last().is_some_and(u8::is_ascii_digit) {
-            return Decimal::new(mantissa, scale);
-        }
+const POW10_U64: [u64; 19] = {
+    let mut table = [1u64; 19];
+    let mut i = 1;
+    while i < 19 {
+        table[i] = table[i - 1] * 10;
+        i += 1;
     }
-    Decimal::parse_bytes(token)
+    table
+};
+
+/// The index of the first `"`, `\\` or control byte, eight bytes at a time (SWAR: a byte
+/// equal to `c` makes `(x ^ c·0x01…) - 0x01…` borrow into its top bit; the lowest flagged byte
+/// is always a true match, because borrows only travel upwards).
+#[inline]
+fn string_end(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut base = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        let quote = x ^ (ONES * u64::from(b'"'));
+        let backslash = x ^ (ONES * u64::from(b'\\'));
+        let found = (quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (x.wrapping_sub(ONES * 0x20) & !x);
+        let found = found & HIGHS;
+        if found != 0 {
+            return Some(base + (found.trailing_zeros() / 8) as usize);
+        }
+        base += 8;
+    }
+    chunks.remainder().iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).map(|i| base + i)
 }
 
 #[cfg(test)]
@@ -351,12 +411,65 @@ mod tests {
         assert!(Scanner::new(deep.as_bytes()).skip_value().is_err());
     }
 
+    fn scan_decimal(text: &str) -> Result<Decimal, DecodeError> {
+        // A delimiter after the number, as in a frame.
+        let framed = format!("{text},");
+        Scanner::new(framed.as_bytes()).decimal()
+    }
+
     #[test]
     fn fast_decimal_agrees_with_core() {
-        for text in
-            ["0", "4.0", "0.0005", "64250.5", "123456789012345678", "1e3", "-2.5", "007", "1.", ".5", "", "1.2.3"]
-        {
-            assert_eq!(parse_decimal(text.as_bytes()), Decimal::parse(text), "{text}");
+        for text in [
+            "0",
+            "4.0",
+            "0.0005",
+            "64250.5",
+            "123456789012345678",
+            "1234567890123456789",
+            "12345678901234567.89",
+            "1e3",
+            "-2.5",
+            "007",
+            "1.",
+            ".5",
+            "1.2.3",
+            "0.000000000000000001",
+            "99999999999999999999",
+        ] {
+            let core = Decimal::parse(text).map_err(|error| DecodeError::Number { at: 0, error });
+            assert_eq!(scan_decimal(text), core, "{text}");
+        }
+        assert_eq!(Scanner::new(b"12").decimal(), Err(DecodeError::Incomplete));
+        assert!(matches!(Scanner::new(b"x,").decimal(), Err(DecodeError::Unexpected { at: 0, .. })));
+    }
+
+    #[test]
+    fn integers() {
+        let u = |text: &str| Scanner::new(text.as_bytes()).u64();
+        assert_eq!(u("1626993724318,"), Ok(1_626_993_724_318));
+        assert_eq!(u("18446744073709551615,"), Ok(u64::MAX));
+        assert!(matches!(u("18446744073709551616,"), Err(DecodeError::Number { error: NumberError::Overflow, .. })));
+        assert!(matches!(u("1.5,"), Err(DecodeError::Number { error: NumberError::Syntax, .. })));
+        assert!(matches!(u("-1,"), Err(DecodeError::Number { error: NumberError::Syntax, .. })));
+        assert_eq!(u("12"), Err(DecodeError::Incomplete));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn scanned_decimals_equal_core(text in "-?[0-9]{0,21}(\\.[0-9]{0,21})?([eE][-+]?[0-9]{1,3})?") {
+            let core = Decimal::parse(&text);
+            let scanned = scan_decimal(&text);
+            match (core, scanned) {
+                (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b),
+                (Err(_), Err(_)) => {}
+                (a, b) => proptest::prop_assert!(false, "{text}: core {a:?}, scanner {b:?}"),
+            }
+        }
+
+        #[test]
+        fn string_end_matches_naive(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40)) {
+            let naive = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+            proptest::prop_assert_eq!(string_end(&bytes), naive);
         }
     }
 

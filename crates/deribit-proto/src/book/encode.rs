@@ -35,9 +35,9 @@ pub fn encode_book_units(out: &mut Vec<u8>, header: &BookHeader<'_>, spec: &Inst
         levels,
         |l| (l.side, l.action),
         |l, out| {
-            spec.write_price(l.price, out);
+            super::units::write(l.price.raw(), spec.tick(), out);
             out.push(b',');
-            spec.write_qty(l.qty, out);
+            super::units::write(l.qty.raw(), spec.qty_unit, out);
         },
     );
 }

@@ -13,6 +13,7 @@
 //! and otherwise walks members in any order; both paths share the same member code.
 
 mod encode;
+mod units;
 
 pub use encode::{encode_book, encode_book_units};
 
@@ -100,8 +101,8 @@ impl BookSink for UnitsSink<'_, '_> {
 
     #[inline]
     fn entry(&mut self, side: Side, action: Action, price: Decimal, amount: Decimal) -> Result<(), NumberError> {
-        let price = self.spec.price_from_decimal(price)?;
-        let qty = self.spec.qty_from_decimal(amount)?;
+        let price = units::price(self.spec, price)?;
+        let qty = units::qty(self.spec, amount)?;
         self.out.push(LevelUpdate { side, action, price, qty });
         Ok(())
     }
@@ -189,11 +190,76 @@ fn params<'a, S: BookSink>(s: &mut Scanner<'a>, sink: &mut S) -> Result<BookHead
 }
 
 /// Which entry form a frame uses; all entries of one frame must agree.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
 enum Form {
+    #[default]
     Unknown,
     Actions,
     Pairs,
+}
+
+/// The `data` members the decoder reads.
+#[derive(Clone, Copy)]
+enum Member {
+    Type,
+    Timestamp,
+    PrevChangeId,
+    Instrument,
+    ChangeId,
+    Bids,
+    Asks,
+    Other,
+}
+
+/// Deribit's member order in raw book notifications, with each key's bytes as written.
+const DATA_ORDER: [(&[u8], Member); 7] = [
+    (br#""type":"#, Member::Type),
+    (br#""timestamp":"#, Member::Timestamp),
+    (br#""prev_change_id":"#, Member::PrevChangeId),
+    (br#""instrument_name":"#, Member::Instrument),
+    (br#""change_id":"#, Member::ChangeId),
+    (br#""bids":"#, Member::Bids),
+    (br#""asks":"#, Member::Asks),
+];
+
+#[derive(Default)]
+struct Members<'a> {
+    kind: Option<BookKind>,
+    instrument: Option<&'a str>,
+    change_id: Option<u64>,
+    prev_change_id: Option<u64>,
+    timestamp_ms: Option<u64>,
+    form: Form,
+}
+
+impl<'a> Members<'a> {
+    #[inline]
+    fn read<S: BookSink>(&mut self, member: Member, s: &mut Scanner<'a>, sink: &mut S) -> Result<(), DecodeError> {
+        match member {
+            Member::Type => {
+                s.ws();
+                let at = s.pos();
+                self.kind = Some(if s.eat_prefix(br#""change""#) {
+                    BookKind::Change
+                } else if s.eat_prefix(br#""snapshot""#) {
+                    BookKind::Snapshot
+                } else {
+                    return Err(match s.str_bytes() {
+                        Err(DecodeError::Incomplete) => DecodeError::Incomplete,
+                        _ => DecodeError::Unexpected { at: offset(at), expected: "\"snapshot\" or \"change\"" },
+                    });
+                });
+            }
+            Member::Timestamp => self.timestamp_ms = Some(s.u64()?),
+            Member::PrevChangeId => self.prev_change_id = if s.null() { None } else { Some(s.u64()?) },
+            Member::Instrument => self.instrument = Some(s.str()?),
+            Member::ChangeId => self.change_id = Some(s.u64()?),
+            Member::Bids => entries(s, Side::Buy, sink, &mut self.form)?,
+            Member::Asks => entries(s, Side::Sell, sink, &mut self.form)?,
+            Member::Other => s.skip_value()?,
+        }
+        Ok(())
+    }
 }
 
 fn data_object<'a, S: BookSink>(
@@ -201,35 +267,31 @@ fn data_object<'a, S: BookSink>(
     sink: &mut S,
     channel: &'a str,
 ) -> Result<BookHeader<'a>, DecodeError> {
-    let mut kind = None;
-    let mut instrument = None;
-    let mut change_id = None;
-    let mut prev_change_id = None;
-    let mut timestamp_ms = None;
-    let mut form = Form::Unknown;
+    let mut m = Members::default();
     let mut more = s.open(b'{', b'}', "data object")?;
-    while more {
-        match s.key()? {
-            b"type" => {
-                let at = s.pos();
-                kind = Some(match s.str_bytes()? {
-                    b"snapshot" => BookKind::Snapshot,
-                    b"change" => BookKind::Change,
-                    _ => {
-                        return Err(DecodeError::Unexpected { at: offset(at), expected: "\"snapshot\" or \"change\"" });
-                    }
-                });
-            }
-            b"timestamp" => timestamp_ms = Some(s.u64()?),
-            b"prev_change_id" => prev_change_id = if s.null() { None } else { Some(s.u64()?) },
-            b"instrument_name" => instrument = Some(s.str()?),
-            b"change_id" => change_id = Some(s.u64()?),
-            b"bids" => entries(s, Side::Buy, sink, &mut form)?,
-            b"asks" => entries(s, Side::Sell, sink, &mut form)?,
-            _ => s.skip_value()?,
+    // Fast path: Deribit's own member order, matched as constant prefixes (no key scanning);
+    // a member that is missing or elsewhere is picked up by the generic loop below.
+    for (key, member) in DATA_ORDER {
+        if more && s.eat_prefix(key) {
+            m.read(member, s, sink)?;
+            more = s.next_item(b'}', "',' or '}'")?;
         }
+    }
+    while more {
+        let member = match s.key()? {
+            b"type" => Member::Type,
+            b"timestamp" => Member::Timestamp,
+            b"prev_change_id" => Member::PrevChangeId,
+            b"instrument_name" => Member::Instrument,
+            b"change_id" => Member::ChangeId,
+            b"bids" => Member::Bids,
+            b"asks" => Member::Asks,
+            _ => Member::Other,
+        };
+        m.read(member, s, sink)?;
         more = s.next_item(b'}', "',' or '}'")?;
     }
+    let Members { kind, instrument, change_id, prev_change_id, timestamp_ms, form } = m;
     let kind = match (kind, form) {
         (Some(kind), Form::Actions | Form::Unknown) => kind,
         (None, Form::Pairs | Form::Unknown) => BookKind::Window,
@@ -258,19 +320,27 @@ fn entries<S: BookSink>(s: &mut Scanner<'_>, side: Side, sink: &mut S, form: &mu
             }
             *form = Form::Actions;
             let at = s.pos();
-            let action = match s.str_bytes()? {
-                b"new" => Action::New,
-                b"change" => Action::Change,
-                b"delete" => Action::Delete,
-                _ => {
-                    return Err(DecodeError::Unexpected {
-                        at: offset(at),
-                        expected: "\"new\", \"change\" or \"delete\"",
-                    });
-                }
-            };
-            s.expect(b',', "','")?;
-            action
+            if s.eat_prefix(br#""new","#) {
+                Action::New
+            } else if s.eat_prefix(br#""change","#) {
+                Action::Change
+            } else if s.eat_prefix(br#""delete","#) {
+                Action::Delete
+            } else {
+                let action = match s.str_bytes()? {
+                    b"new" => Action::New,
+                    b"change" => Action::Change,
+                    b"delete" => Action::Delete,
+                    _ => {
+                        return Err(DecodeError::Unexpected {
+                            at: offset(at),
+                            expected: "\"new\", \"change\" or \"delete\"",
+                        });
+                    }
+                };
+                s.expect(b',', "','")?;
+                action
+            }
         } else {
             if *form == Form::Actions {
                 return Err(s.unexpected("an action (the frame's other entries have one)"));
