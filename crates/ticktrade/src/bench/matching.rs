@@ -16,7 +16,7 @@ use ticktrade_core::{Decimal, InstrumentId, Side, Utc};
 use ticktrade_exchange::naive::{NaiveKind, NaiveMatcher};
 use ticktrade_exchange::{
     AccountId, Catalogue, CatalogueParams, Config, EditParams, Event, Exchange, OrderType, PlaceParams, Request,
-    TimeInForce,
+    SynthConfig, SynthMarket, TimeInForce,
 };
 
 #[derive(clap::Args, Debug)]
@@ -40,9 +40,11 @@ pub struct Args {
 
 /// Mid price in ticks (50 000 USD at tick 0.5); bids rest below, asks above.
 const MID: i64 = 100_000;
-/// Levels per side of the book.
-const DEPTH: i64 = 500;
+/// Price levels per side the workload uses (most of them hold orders at any time).
+const DEPTH: i64 = 600;
 const MAKERS: u32 = 8;
+/// Orders the generator keeps resting (4 per level per side at the start).
+const TARGET_ORDERS: usize = 8 * DEPTH as usize;
 const TAKERS: u32 = 4;
 
 #[derive(Clone, Copy, Debug)]
@@ -86,55 +88,65 @@ fn side_price(side: Side, depth: i64) -> i64 {
 fn generate(n_ops: usize, seed: u64) -> Workload {
     let mut rng = Rng(seed);
     let mut next_id = 1u64;
-    // Orders the generator placed and has not cancelled: (id, account, side, price).
-    let mut live: Vec<(u64, u32, Side, i64)> = Vec::new();
-    let place = |rng: &mut Rng, next_id: &mut u64, live: &mut Vec<(u64, u32, Side, i64)>, side: Side, depth: i64| {
+    // The generator follows the book with the naive matcher, so cancels and edits address
+    // orders that are still live (as a client's would) and the book keeps its size.
+    let mut sim = NaiveMatcher::new();
+    let mut fills = Vec::new();
+    let mut apply = |sim: &mut NaiveMatcher, op: Op| {
+        naive_op(sim, &op, &mut fills);
+        op
+    };
+    let passive = |rng: &mut Rng, next_id: &mut u64, side: Side, depth: i64| {
         let id = *next_id;
         *next_id += 1;
         let account = 1 + rng.below(u64::from(MAKERS)) as u32;
-        let price = side_price(side, depth);
-        live.push((id, account, side, price));
-        Op::Place { id, account, side, kind: NaiveKind::Limit, price, qty: rng.range(1, 20) }
+        Op::Place { id, account, side, kind: NaiveKind::Limit, price: side_price(side, depth), qty: rng.range(1, 20) }
     };
     let mut setup = Vec::new();
     for depth in 1..=DEPTH {
         for side in [Side::Buy, Side::Sell] {
-            for _ in 0..2 {
-                setup.push(place(&mut rng, &mut next_id, &mut live, side, depth));
+            for _ in 0..TARGET_ORDERS / (2 * DEPTH as usize) {
+                let op = passive(&mut rng, &mut next_id, side, depth);
+                setup.push(apply(&mut sim, op));
             }
         }
     }
     let mut timed = Vec::with_capacity(n_ops);
     while timed.len() < n_ops {
         let side = if rng.below(2) == 0 { Side::Buy } else { Side::Sell };
+        let n_live = sim.orders.len();
         let roll = rng.below(100);
-        let op = if roll < 45 || live.len() < 100 {
-            // Passive, mostly near the top.
-            let depth = if rng.below(4) == 0 { rng.range(1, DEPTH) } else { rng.range(1, 20) };
-            place(&mut rng, &mut next_id, &mut live, side, depth)
+        // Below the target size a cancel becomes a place, above it a place becomes a cancel.
+        let roll = match roll {
+            0..45 if n_live > TARGET_ORDERS => 50,
+            45..70 if n_live < TARGET_ORDERS => 0,
+            r => r,
+        };
+        let op = if roll < 45 || n_live < 100 {
+            // Passive: half near the top, half anywhere in the ladder.
+            let depth = if rng.below(2) == 0 { rng.range(1, DEPTH) } else { rng.range(1, 20) };
+            passive(&mut rng, &mut next_id, side, depth)
         } else if roll < 70 {
-            let (id, account, _, _) = live.swap_remove(rng.below(live.len() as u64) as usize);
-            Op::Cancel { id, account }
+            let o = sim.orders[rng.below(n_live as u64) as usize];
+            Op::Cancel { id: o.id, account: o.account }
         } else if roll < 85 {
-            let idx = rng.below(live.len() as u64) as usize;
-            let (id, account, side, price) = live[idx];
-            let price = if rng.below(2) == 0 {
-                price // Same price: keeps priority when the size goes down.
+            let o = sim.orders[rng.below(n_live as u64) as usize];
+            let (price, qty) = if rng.below(2) == 0 {
+                (o.price, rng.range(1, o.qty.max(1))) // Same price, smaller: keeps priority.
             } else {
-                let depth = ((price - MID).abs() + rng.range(-3, 3)).clamp(1, DEPTH);
-                side_price(side, depth)
+                let depth = ((o.price - MID).abs() + rng.range(-3, 3)).clamp(1, DEPTH);
+                (side_price(o.side, depth), rng.range(1, 20))
             };
-            live[idx].3 = price;
-            Op::Edit { id, account, price, qty: rng.range(1, 20) }
+            Op::Edit { id: o.id, account: o.account, price, qty }
         } else {
             let id = next_id;
             next_id += 1;
             let account = 1 + MAKERS + rng.below(u64::from(TAKERS)) as u32;
             let kind = if rng.below(4) == 0 { NaiveKind::Market } else { NaiveKind::Ioc };
             let price = side_price(side.opposite(), 5);
-            Op::Place { id, account, side, kind, price, qty: rng.range(5, 60) }
+            Op::Place { id, account, side, kind, price, qty: rng.range(5, 40) }
         };
-        timed.push(op);
+        timed.push(apply(&mut sim, op));
     }
     Workload { setup, timed }
 }
@@ -235,6 +247,28 @@ fn time_naive(w: &Workload, passes: usize) -> (f64, NaiveMatcher, usize) {
     (median(&mut samples), last.0, last.1)
 }
 
+/// Simulated seconds the synthetic-market figure runs for.
+const SYNTH_SECONDS: i64 = 5;
+
+/// Book changes per wall-clock second the synthetic market generates across all built-in
+/// instruments at 200 000 actions per simulated second (steps of 1 ms).
+fn time_synth(seed: u64) -> anyhow::Result<(f64, u64)> {
+    let catalogue = Catalogue::builtin(CatalogueParams::default()).context("catalogue")?;
+    let mut ex = Exchange::new(catalogue, Config::default());
+    let mut synth = SynthMarket::new(&mut ex, SynthConfig { seed, actions_per_sec: 200_000, ..SynthConfig::default() });
+    let mut out = Vec::with_capacity(1 << 16);
+    let t0 = Utc::from_millis(1_767_254_400_000);
+    synth.step(&mut ex, t0, &mut out); // builds every book, untimed
+    let mut changes = 0u64;
+    let start = Instant::now();
+    for ms in 1..=SYNTH_SECONDS * 1_000 {
+        out.clear();
+        changes += synth.step(&mut ex, Utc(t0.0 + ms * 1_000_000), &mut out).book_changes;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    Ok((changes as f64 / secs, changes))
+}
+
 fn median(samples: &mut [f64]) -> f64 {
     samples.sort_by(f64::total_cmp);
     samples.get(samples.len() / 2).copied().unwrap_or(f64::NAN)
@@ -270,6 +304,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         bail!("accepted operations differ: ticktrade {tt_ok}, naive {base_ok}");
     }
     let depth = (book.depth(Side::Buy), book.depth(Side::Sell));
+    let (synth_rate, synth_changes) = time_synth(args.seed)?;
 
     let tt_ops = 1e9 / tt_ns;
     let base_ops = 1e9 / base_ns;
@@ -281,16 +316,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "ratio": ratio,
             "ticktrade_ns_per_op": tt_ns,
             "baseline_ns_per_op": base_ns,
+            "synth_book_changes_per_sec": synth_rate,
         });
         println!("{out}");
     } else {
         println!(
-            "ticktrade bench match: {n_ops} ops on BTC-PERPETUAL (~{DEPTH} levels/side), seed {}, \
+            "ticktrade bench match: {n_ops} ops on BTC-PERPETUAL (up to {DEPTH} levels/side), seed {}, \
              median of {passes} (ticktrade) / {baseline_passes} (naive) passes",
             args.seed
         );
         println!(
-            "mix: {} passive places, {} cancels, {} edits, {} IOC/market; {} accepted ({} refused: filled before cancel/edit)",
+            "mix: {} passive places, {} cancels, {} edits, {} IOC/market; {} accepted, {} refused",
             mix[0],
             mix[1],
             mix[2],
@@ -309,6 +345,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             book.len()
         );
         println!("ticktrade's figure includes validation, margin checks, fills, positions and all events");
+        println!(
+            "synthetic market: {synth_rate:.0} book changes/s ({synth_changes} changes in {SYNTH_SECONDS} simulated s, all instruments)"
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
