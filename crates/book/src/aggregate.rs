@@ -186,6 +186,22 @@ impl Grouping {
         }
     }
 
+    /// The width that applies at `p` and the price range `[lo, hi)` where it applies.
+    fn band(self, p: i64) -> Band {
+        match self {
+            Grouping::Ticks(width) => Band { width, lo: i64::MIN, hi: i64::MAX },
+            Grouping::SigFigs { sig_figs, mantissa } => {
+                if p <= 0 {
+                    return Band { width: 1, lo: i64::MIN, hi: 1 };
+                }
+                let digits = (p.ilog10() + 1) as usize;
+                let lo = POW10[digits - 1];
+                let hi = if digits < 19 { POW10[digits] } else { i64::MAX };
+                Band { width: sig_width(sig_figs, mantissa, p), lo, hi }
+            }
+        }
+    }
+
     /// The bucket price of `price` on `side`.
     #[inline]
     pub fn bucket(self, side: Side, price: Price) -> Price {
@@ -231,7 +247,7 @@ where
     if n == 0 {
         return;
     }
-    let mut acc = Acc { side, grouping, n, cur: None, out: std::mem::take(out) };
+    let mut acc = Acc { side, grouping, n, cur: None, out: std::mem::take(out), band: Band::NONE };
     for level in levels {
         acc.push(level.into());
         if acc.out.len() >= n {
@@ -255,6 +271,21 @@ struct Acc {
     n: usize,
     cur: Option<AggLevel>,
     out: Vec<AggLevel>,
+    /// The width of the current bucket and the price range `[lo, hi)` it applies to; lets
+    /// the next bucket be found without a division when it is the neighbour.
+    band: Band,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Band {
+    width: i64,
+    lo: i64,
+    hi: i64,
+}
+
+impl Band {
+    /// Matches no price, so the first bucket takes the slow path.
+    const NONE: Band = Band { width: 1, lo: i64::MAX, hi: i64::MIN };
 }
 
 impl Acc {
@@ -268,7 +299,9 @@ impl Acc {
             cur.n += level.n;
             return None;
         }
-        let price = self.grouping.bucket(self.side, level.price);
+        let (price, band) = self.next_bucket(level.price.raw());
+        let price = Price::from_raw(price);
+        self.band = band;
         let closed = self.cur.replace(AggLevel { price, ..level });
         if let Some(c) = closed
             && self.out.len() < self.n
@@ -276,6 +309,44 @@ impl Acc {
             self.out.push(c);
         }
         closed
+    }
+
+    /// The bucket of `p`, which is strictly worse than the current bucket (if any), and the
+    /// band it lies in. `self.band` must stay the band of the open bucket, so this does not
+    /// store it; `push` does when it opens the bucket.
+    #[inline(always)]
+    fn next_bucket(&self, p: i64) -> (i64, Band) {
+        let band = self.band;
+        if let Some(cur) = self.cur {
+            let b = cur.price.raw();
+            let neighbour = match self.side {
+                Side::Buy => b.checked_sub(band.width).filter(|&nb| p >= nb && p >= band.lo),
+                Side::Sell => b.checked_add(band.width).filter(|&nb| p <= nb && p < band.hi),
+            };
+            if let Some(nb) = neighbour {
+                return (nb, band);
+            }
+        }
+        self.bucket_slow(p)
+    }
+
+    #[inline(never)]
+    fn bucket_slow(&self, p: i64) -> (i64, Band) {
+        let band = self.grouping.band(p);
+        (round(self.side, p, band.width), band)
+    }
+
+    /// The price of the bucket a level at `p` falls in (the open one if `p` joins it), without
+    /// changing the walk. Because bids round down and asks round up, the bucket price is also
+    /// its far edge: walking from `p`, the bucket's levels are exactly those up to it.
+    #[inline]
+    fn bucket_of(&self, p: i64) -> i64 {
+        if let Some(cur) = self.cur
+            && !worse(self.side, Price::from_raw(p), cur.price)
+        {
+            return cur.price.raw();
+        }
+        self.next_bucket(p).0
     }
 
     /// Closes the open bucket; returns it.
@@ -315,12 +386,40 @@ impl AggregateBuf {
     }
 
     /// Recomputes all seven variants of both sides of `book`.
+    ///
+    /// Levels are fed one by one until the full-precision variant has its `n`; after that
+    /// (when the side is all in the dense window) whole buckets of the finest variant still
+    /// taking input are summed straight from the ladder and fed as one level each, which is
+    /// the same to every coarser variant (the buckets nest) and much cheaper deep in a book.
     pub fn aggregate_book(&mut self, book: &L2Book) {
         for side in [Side::Buy, Side::Sell] {
+            let dense = book.is_dense_only(side);
             self.run_side(side, |chain| {
+                let mut last: Option<Price> = None;
+                let mut done = false;
                 book.walk_levels(side, |level| {
-                    if chain.step(level.into()) { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
-                })
+                    last = Some(level.price);
+                    done = chain.step(level.into());
+                    if done || (dense && chain.full(0)) { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+                });
+                let Some(mut last) = last else { return };
+                if done || !dense {
+                    return;
+                }
+                while let Some(p) = book.next_worse(side, last) {
+                    let acc = chain.entry_acc();
+                    // Everything from `p` to the bucket price: the bucket's levels.
+                    let bucket = Price::from_raw(chain.accs[acc].bucket_of(p.raw()));
+                    let (lo, hi) = match side {
+                        Side::Buy => (bucket, p),
+                        Side::Sell => (p, bucket),
+                    };
+                    let (qty, n) = book.sum_range(side, lo, hi);
+                    last = bucket;
+                    if chain.step(AggLevel { price: bucket, qty, n }) {
+                        return;
+                    }
+                }
             });
         }
     }
@@ -358,8 +457,9 @@ impl AggregateBuf {
             n,
             cur: None,
             out: std::mem::take(&mut bufs[i]),
+            band: Band::NONE,
         });
-        let mut chain = Chain { accs: &mut accs, n, entry: Entry::Full };
+        let mut chain = Chain { accs: &mut accs, n, entry: 1 };
         source(&mut chain);
         chain.flush();
         for (b, acc) in bufs.iter_mut().zip(accs) {
@@ -373,124 +473,102 @@ impl AggregateBuf {
     }
 }
 
-/// The derivation chain of `AggregateBuf`: 5 → (5,2); 5 → (5,5) → 4 → 3 → 2.
+/// The derivation chain of `AggregateBuf` (indices into `HlPrecision::ALL`):
+/// 1 = 5 → 2 = (5,2); 1 → 3 = (5,5) → 4 = 4 figures → 5 = 3 → 6 = 2.
 ///
-/// Once the finer variants have their `n` buckets, source levels skip them and enter the
-/// chain lower down (`Entry`): deep in a book only the coarse variants still need levels, and
-/// feeding a level straight to a coarse walk buckets it exactly as feeding it through the
-/// finer buckets would (the buckets nest).
+/// Once the variants above a walk have their `n` buckets, source levels skip them and enter
+/// the chain lower down (`entry`): deep in a book only the coarse variants still need levels,
+/// and feeding a level straight to a coarse walk buckets it exactly as feeding it through the
+/// finer buckets would (the buckets nest). Complete leaves are not fed at all.
 struct Chain<'a> {
     accs: &'a mut [Acc; 7],
     n: usize,
-    entry: Entry,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Entry {
-    /// Every variant still takes levels.
-    Full,
-    /// Full and the three 5-figure variants are complete: levels enter at 4 figures.
-    Sig4,
-    /// Only the 2-figure variant is incomplete.
-    Sig2,
+    /// The walk that source levels enter: 1, 3, 4, 5 or 6.
+    entry: usize,
 }
 
 impl Chain<'_> {
     /// Feeds one source level; returns true when every variant is complete.
     #[inline]
     fn step(&mut self, level: AggLevel) -> bool {
-        match self.entry {
-            Entry::Full => {
-                if self.accs[0].out.len() < self.n {
-                    self.accs[0].out.push(level);
-                }
-                if let Some(b5) = self.accs[1].push(level) {
-                    self.feed_sig5(b5);
-                    self.advance();
-                }
-            }
-            Entry::Sig4 => {
-                if let Some(b4) = self.accs[4].push(level) {
-                    if let Some(b3) = self.accs[5].push(b4) {
-                        self.accs[6].push(b3);
-                    }
-                    self.advance();
-                }
-            }
-            Entry::Sig2 => {
-                self.accs[6].push(level);
-            }
+        if self.entry == 1 && !self.full(0) {
+            self.accs[0].out.push(level);
         }
-        self.accs[6].out.len() >= self.n
+        if let Some(closed) = self.accs[self.entry].push(level) {
+            self.cascade(self.entry, closed);
+            self.advance();
+        }
+        self.full(6)
     }
 
+    /// The walk that source levels enter first (after the full-precision list).
+    #[inline]
+    fn entry_acc(&self) -> usize {
+        self.entry
+    }
+
+    #[inline]
     fn full(&self, i: usize) -> bool {
         self.accs[i].out.len() >= self.n
     }
 
-    /// Moves the entry point down when the variants above it are complete. Their open
-    /// buckets are passed on first; they are complete, so nothing more is stored in them.
+    /// Passes a bucket just closed by walk `from` to the walks derived from it.
+    #[inline]
+    fn cascade(&mut self, mut from: usize, mut closed: AggLevel) {
+        loop {
+            let next = match from {
+                1 => {
+                    if !self.full(2) {
+                        self.accs[2].push(closed);
+                    }
+                    3
+                }
+                3..=5 => from + 1,
+                _ => return,
+            };
+            match self.accs[next].push(closed) {
+                Some(c) => {
+                    closed = c;
+                    from = next;
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// Closes walk `i`'s open bucket and passes it on.
+    fn finish(&mut self, i: usize) {
+        if let Some(closed) = self.accs[i].finish() {
+            self.cascade(i, closed);
+        }
+    }
+
+    /// Moves the entry point down while the walks above the next entry are complete. Their
+    /// open buckets are passed on first; being complete, they store nothing more.
     #[cold]
     fn advance(&mut self) {
-        if self.entry == Entry::Full && (0..4).all(|i| self.full(i)) {
-            if let Some(b5) = self.accs[1].finish() {
-                self.feed_sig5(b5);
+        loop {
+            let next = match self.entry {
+                1 => 3,
+                3..=5 => self.entry + 1,
+                _ => return,
+            };
+            if !(0..next).all(|i| self.full(i)) {
+                return;
             }
-            self.accs[2].finish();
-            if let Some(b55) = self.accs[3].finish() {
-                self.feed_sig55(b55);
+            for i in self.entry..next {
+                self.finish(i);
             }
-            self.entry = Entry::Sig4;
-        }
-        if self.entry == Entry::Sig4 && (4..6).all(|i| self.full(i)) {
-            if let Some(b4) = self.accs[4].finish()
-                && let Some(b3) = self.accs[5].push(b4)
-            {
-                self.accs[6].push(b3);
-            }
-            if let Some(b3) = self.accs[5].finish() {
-                self.accs[6].push(b3);
-            }
-            self.entry = Entry::Sig2;
-        }
-    }
-
-    #[inline]
-    fn feed_sig5(&mut self, b5: AggLevel) {
-        self.accs[2].push(b5);
-        if let Some(b55) = self.accs[3].push(b5) {
-            self.feed_sig55(b55);
-        }
-    }
-
-    #[inline]
-    fn feed_sig55(&mut self, b55: AggLevel) {
-        if let Some(b4) = self.accs[4].push(b55)
-            && let Some(b3) = self.accs[5].push(b4)
-        {
-            self.accs[6].push(b3);
+            self.entry = next;
         }
     }
 
     /// Closes the open buckets finest first, passing each down the chain (walks that were
     /// skipped have no open bucket).
     fn flush(&mut self) {
-        if let Some(b5) = self.accs[1].finish() {
-            self.feed_sig5(b5);
+        for i in 1..7 {
+            self.finish(i);
         }
-        self.accs[2].finish();
-        if let Some(b55) = self.accs[3].finish() {
-            self.feed_sig55(b55);
-        }
-        if let Some(b4) = self.accs[4].finish()
-            && let Some(b3) = self.accs[5].push(b4)
-        {
-            self.accs[6].push(b3);
-        }
-        if let Some(b3) = self.accs[5].finish() {
-            self.accs[6].push(b3);
-        }
-        self.accs[6].finish();
     }
 }
 

@@ -243,6 +243,25 @@ impl L2Book {
         self.ladder(side).walk(|p, q| f(to_level((p, q))));
     }
 
+    /// True if every level of `side` is in its dense window (see `ladder`).
+    #[inline]
+    pub(crate) fn is_dense_only(&self, side: Side) -> bool {
+        self.ladder(side).is_dense_only()
+    }
+
+    /// The next level price strictly worse than `price` on `side` (dense window only).
+    #[inline]
+    pub(crate) fn next_worse(&self, side: Side, price: Price) -> Option<Price> {
+        self.ladder(side).next_worse(price.raw()).map(Price::from_raw)
+    }
+
+    /// Total quantity and number of levels of `side` with prices in `lo..=hi` (dense only).
+    #[inline]
+    pub(crate) fn sum_range(&self, side: Side, lo: Price, hi: Price) -> (Qty, u32) {
+        let (qty, count) = self.ladder(side).sum_range(lo.raw(), hi.raw());
+        (Qty::from_raw(qty), count)
+    }
+
     /// The best `n` levels of a side, best first.
     pub fn top(&self, side: Side, n: usize) -> std::iter::Take<Levels<'_>> {
         self.levels(side).take(n)

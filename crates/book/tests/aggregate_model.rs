@@ -60,9 +60,22 @@ fn price() -> impl Strategy<Value = i64> {
     ]
 }
 
+/// Prices that all fit one dense ladder window (the book's range-sum path).
+fn dense_price() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        6 => 99_000i64..101_200,
+        2 => 100_000i64..140_000,
+        1 => 60_000i64..100_000,
+    ]
+}
+
 /// Distinct prices with sizes and order counts, best first for `side`.
 fn side_levels(side: Side) -> impl Strategy<Value = Vec<AggLevel>> {
-    prop::collection::btree_map(price(), (1i64..1000, 1u32..5), 0..300).prop_map(move |m| {
+    levels_from(price(), side)
+}
+
+fn levels_from(price: impl Strategy<Value = i64>, side: Side) -> impl Strategy<Value = Vec<AggLevel>> {
+    prop::collection::btree_map(price, (1i64..1000, 1u32..5), 0..300).prop_map(move |m| {
         let mut v: Vec<AggLevel> = m
             .into_iter()
             .map(|(p, (q, c))| AggLevel { price: Price::from_raw(p), qty: Qty::from_raw(q), n: c })
@@ -104,6 +117,26 @@ proptest! {
                 prop_assert_eq!(from_book.get(side, precision), &naive_hl(&ones, side, precision, n)[..], "book {:?} {:?}", side, precision);
                 aggregate(levels.iter().copied(), side, precision.grouping(), n, &mut out);
                 prop_assert_eq!(&out, &want, "single {:?} {:?}", side, precision);
+            }
+        }
+    }
+
+    /// A book whose levels are all in the dense window: `aggregate_book` sums whole buckets
+    /// from the ladder after the first `n` levels.
+    #[test]
+    fn dense_book_all_seven_match_naive(bids in levels_from(dense_price(), Side::Buy), asks in levels_from(dense_price(), Side::Sell), n in 0usize..25) {
+        let mut book = L2Book::new();
+        for (side, levels) in [(Side::Buy, &bids), (Side::Sell, &asks)] {
+            for l in levels.iter() {
+                book.set_level(side, l.price, l.qty);
+            }
+        }
+        let mut buf = AggregateBuf::new(Decimal::ONE, n).unwrap();
+        buf.aggregate_book(&book);
+        for (side, levels) in [(Side::Buy, &bids), (Side::Sell, &asks)] {
+            let ones: Vec<AggLevel> = levels.iter().map(|l| AggLevel { n: 1, ..*l }).collect();
+            for precision in HlPrecision::ALL {
+                prop_assert_eq!(buf.get(side, precision), &naive_hl(&ones, side, precision, n)[..], "{:?} {:?}", side, precision);
             }
         }
     }

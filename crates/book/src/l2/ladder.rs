@@ -324,6 +324,75 @@ impl Ladder {
         }
     }
 
+    /// True if every level is in the dense window (the range helpers below need that).
+    #[inline]
+    pub(crate) fn is_dense_only(&self) -> bool {
+        self.sparse.is_empty()
+    }
+
+    /// The next level strictly worse than `price` (lower for bids, higher for asks), looking
+    /// only at the dense window.
+    pub(crate) fn next_worse(&self, price: i64) -> Option<i64> {
+        let len = self.qty.len() as i128;
+        let off = price as i128 - self.base as i128;
+        let i = if self.bid {
+            if off <= 0 {
+                return None;
+            }
+            // `highest_below(i)` looks at indices < i.
+            self.highest_below(off.min(len) as usize)
+        } else {
+            if off >= len - 1 {
+                return None;
+            }
+            if off < 0 { self.lowest_from(0) } else { self.lowest_above(off as usize) }
+        };
+        i.map(|i| self.base + i as i64)
+    }
+
+    /// Lowest set index at or above `j`.
+    fn lowest_from(&self, j: usize) -> Option<usize> {
+        if j == 0 {
+            if self.bits.first().is_some_and(|w| w & 1 != 0) {
+                return Some(0);
+            }
+            if self.bits.is_empty() {
+                return None;
+            }
+            return self.lowest_above(0);
+        }
+        self.lowest_above(j - 1)
+    }
+
+    /// Total quantity and number of levels with prices in `lo..=hi`, dense window only.
+    pub(crate) fn sum_range(&self, lo: i64, hi: i64) -> (i64, u32) {
+        let base = self.base as i128;
+        let last = base + self.qty.len() as i128 - 1;
+        let (lo, hi) = ((lo as i128).max(base), (hi as i128).min(last));
+        if lo > hi {
+            return (0, 0);
+        }
+        let (i0, i1) = ((lo - base) as usize, (hi - base) as usize);
+        let (w0, w1) = (i0 >> 6, i1 >> 6);
+        let (mut qty, mut count) = (0i64, 0u32);
+        for w in w0..=w1 {
+            let mut m = self.bits[w];
+            if w == w0 {
+                m &= u64::MAX << (i0 & 63);
+            }
+            if w == w1 {
+                m &= u64::MAX >> (63 - (i1 & 63));
+            }
+            count += m.count_ones();
+            while m != 0 {
+                let b = m.trailing_zeros() as usize;
+                m &= m - 1;
+                qty += self.qty[(w << 6) + b];
+            }
+        }
+        (qty, count)
+    }
+
     pub(crate) fn iter(&self) -> LadderIter<'_> {
         let (word_idx, mask) = match self.best_idx {
             Some(b) => (b >> 6, self.bits[b >> 6]),
@@ -500,6 +569,31 @@ mod tests {
             assert_eq!(walked(&l, usize::MAX), levels(&l));
             assert_eq!(walked(&l, 3), levels(&l)[..3].to_vec());
         }
+    }
+
+    #[test]
+    fn range_helpers() {
+        let mut asks = Ladder::new(false);
+        let mut bids = Ladder::new(true);
+        for p in [-64, 3, 64, 65, 200, 1000] {
+            asks.set(p, 1);
+            bids.set(p, 2);
+        }
+        assert_eq!(asks.next_worse(i64::MIN), Some(-64));
+        assert_eq!(asks.next_worse(-64), Some(3));
+        assert_eq!(asks.next_worse(65), Some(200));
+        assert_eq!(asks.next_worse(1000), None);
+        assert_eq!(asks.next_worse(i64::MAX), None);
+        assert_eq!(bids.next_worse(i64::MAX), Some(1000));
+        assert_eq!(bids.next_worse(65), Some(64));
+        assert_eq!(bids.next_worse(3), Some(-64));
+        assert_eq!(bids.next_worse(-64), None);
+        assert_eq!(bids.next_worse(i64::MIN), None);
+        assert_eq!(asks.sum_range(i64::MIN, i64::MAX), (6, 6));
+        assert_eq!(asks.sum_range(3, 65), (3, 3));
+        assert_eq!(bids.sum_range(4, 199), (4, 2));
+        assert_eq!(bids.sum_range(201, 999), (0, 0));
+        assert_eq!(bids.sum_range(5, 4), (0, 0));
     }
 
     #[test]
