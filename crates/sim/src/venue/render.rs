@@ -182,7 +182,7 @@ impl Venue {
             floating_profit_loss: Num::ZERO,
             realized_profit_loss: Num::ZERO,
             total_profit_loss: Num::ZERO,
-            estimated_liquidation_price: None,
+            estimated_liquidation_price: Some(Num::ZERO),
             leverage: Some(50),
             interest_value: perpetual.then_some(Num::ZERO),
             realized_funding: perpetual.then_some(Num::ZERO),

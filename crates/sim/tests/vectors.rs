@@ -1,0 +1,311 @@
+//! Every method and channel the simulator serves answers with the same keys and value types as
+//! the recorded Deribit vectors in `testdata/deribit/examples/` (recursive key/type comparison;
+//! the vector's keys must all be present in the simulator's reply with the same JSON type).
+//!
+//! Documented exceptions (`EXCEPTIONS`): option-only fields (the default catalogue has no
+//! options), margin-model and fee-schedule fields the simulator does not model, map-valued
+//! fields whose keys are data (`*_map`: index names), and fields the vectors carry from later
+//! API versions that the simulator does not produce. `null` is compatible with any type (Deribit
+//! sends `null` for absent values such as `price_change` before the first trade).
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{Client, sim};
+use serde_json::{Value, json};
+
+/// Single paths not compared, and why.
+const PATH_EXCEPTIONS: &[(&str, &str)] = &[(
+    "private/cancel.price",
+    "the vector cancels an untriggered stop-market order, whose price is the string \"market_price\"",
+)];
+
+/// Keys not compared, anywhere in a reply, and why.
+const EXCEPTIONS: &[(&str, &str)] = &[
+    ("iv", "options only"),
+    ("underlying_price", "options only"),
+    ("underlying_index", "options only"),
+    ("interest_rate", "options only"),
+    ("greeks", "options only"),
+    ("mark_iv", "options only"),
+    ("bid_iv", "options only"),
+    ("ask_iv", "options only"),
+    ("strike", "options only"),
+    ("option_type", "options only"),
+    ("trigger", "trigger orders are rejected by the simulator (11030)"),
+    ("trigger_price", "trigger orders are rejected by the simulator (11030)"),
+    ("triggered", "trigger orders are rejected by the simulator (11030)"),
+    ("fees", "fee schedule not modelled (fees are 0)"),
+    ("block_rfq_self_match_prevention", "block RFQ not simulated"),
+    ("referrer_id", "affiliate program not simulated"),
+    ("quote_id", "mass quotes not simulated"),
+    ("quote_set_id", "mass quotes not simulated"),
+    ("mmp", "MMP not simulated"),
+    ("risk_reducing", "portfolio margin not simulated"),
+    ("is_secondary_oto", "linked orders not simulated"),
+    ("primary_order_id", "linked orders not simulated"),
+    ("oto_order_ids", "linked orders not simulated"),
+    ("trigger_order_id", "triggers rejected by the simulator"),
+    ("original_order_type", "market_limit not simulated"),
+    ("is_primary_otoco", "linked orders not simulated"),
+    ("app_name", "OAuth apps not simulated"),
+    ("refresh_amount", "iceberg orders not simulated"),
+    ("display_amount", "iceberg orders not simulated"),
+    ("implv", "advanced option orders not simulated"),
+    ("usd", "advanced option orders not simulated"),
+    ("advanced", "advanced option orders not simulated"),
+    ("auto_replaced", "auto-replacing not simulated"),
+    ("total_maintenance_margin_usd", "cross-collateral not simulated"),
+    ("total_initial_margin_usd", "cross-collateral not simulated"),
+    ("total_equity_usd", "cross-collateral not simulated"),
+    ("total_margin_balance_usd", "cross-collateral not simulated"),
+    ("total_delta_total_usd", "cross-collateral not simulated"),
+];
+
+fn type_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Appends every place where `actual` lacks a key of `expected` or has another type.
+fn shape_diff(path: &str, expected: &Value, actual: &Value, out: &mut Vec<String>) {
+    if expected.is_null() || actual.is_null() || PATH_EXCEPTIONS.iter().any(|(p, _)| *p == path) {
+        return;
+    }
+    if type_of(expected) != type_of(actual) {
+        out.push(format!("{path}: vector {} vs simulator {}", type_of(expected), type_of(actual)));
+        return;
+    }
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => {
+            for (key, value) in e {
+                if EXCEPTIONS.iter().any(|(k, _)| k == key) {
+                    continue;
+                }
+                if key.ends_with("_map") || key == "limits" {
+                    continue; // keys are data (index names) or account-tier specific
+                }
+                match a.get(key) {
+                    Some(actual) => shape_diff(&format!("{path}.{key}"), value, actual, out),
+                    None => out.push(format!("{path}.{key}: missing in simulator")),
+                }
+            }
+        }
+        (Value::Array(e), Value::Array(a)) => {
+            if let (Some(e0), Some(a0)) = (e.first(), a.first()) {
+                shape_diff(&format!("{path}[0]"), e0, a0, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn vector(name: &str) -> Value {
+    let path = format!("{}/../../testdata/deribit/examples/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))).unwrap()
+}
+
+fn method_vector(method: &str) -> Value {
+    let base = method.replace('/', "_");
+    for suffix in [".response.json", ".response.docs_v2_1_1.json", ".response.official_2019.json"] {
+        let path = format!("{}/../../testdata/deribit/examples/{base}{suffix}", env!("CARGO_MANIFEST_DIR"));
+        if std::path::Path::new(&path).exists() {
+            return vector(&format!("{base}{suffix}"));
+        }
+    }
+    panic!("no vector for {method}");
+}
+
+struct Checker {
+    failures: Vec<String>,
+    checked: usize,
+}
+
+impl Checker {
+    fn method(&mut self, method: &str, reply: &Value) {
+        let expected = method_vector(method);
+        assert!(reply.get("error").is_none(), "{method} failed: {reply}");
+        let mut diffs = Vec::new();
+        shape_diff(method, &expected["result"], &reply["result"], &mut diffs);
+        self.failures.extend(diffs);
+        self.checked += 1;
+    }
+
+    fn channel(&mut self, vector_name: &str, frame: &Value) {
+        let expected = vector(vector_name);
+        let mut diffs = Vec::new();
+        shape_diff(vector_name, &expected["params"]["data"], &frame["params"]["data"], &mut diffs);
+        self.failures.extend(diffs);
+        self.checked += 1;
+    }
+}
+
+#[tokio::test]
+async fn replies_match_the_vectors_key_for_key() {
+    let sim = sim().await;
+    let mut c = Client::connect(&sim.ws_url()).await;
+    let mut check = Checker { failures: Vec::new(), checked: 0 };
+    let auth = c.auth().await;
+    check.method("public/auth", &auth);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let btc = json!({"instrument_name": "BTC-PERPETUAL"});
+    let public: Vec<(&str, Value)> = vec![
+        ("public/test", json!({})),
+        ("public/get_time", json!({})),
+        ("public/hello", json!({"client_name": "vectors", "client_version": "1"})),
+        ("public/status", json!({})),
+        ("public/set_heartbeat", json!({"interval": 60})),
+        ("public/disable_heartbeat", json!({})),
+        ("public/get_instruments", json!({"currency": "BTC"})),
+        ("public/get_instrument", btc.clone()),
+        ("public/get_currencies", json!({})),
+        ("public/get_order_book", btc.clone()),
+        ("public/get_order_book_by_instrument_id", json!({"instrument_id": 124972})),
+        ("public/ticker", btc.clone()),
+        ("public/get_index_price", json!({"index_name": "btc_usd"})),
+        ("public/get_book_summary_by_currency", json!({"currency": "BTC"})),
+        ("public/get_book_summary_by_instrument", btc.clone()),
+        (
+            "public/get_tradingview_chart_data",
+            json!({"instrument_name": "BTC-PERPETUAL", "start_timestamp": now - 3_600_000, "end_timestamp": now, "resolution": "30"}),
+        ),
+    ];
+    for (method, params) in public {
+        let reply = c.call(method, params).await;
+        check.method(method, &reply);
+    }
+
+    // Channels: subscribe to everything, then trade so user channels fire.
+    let channels = json!([
+        "book.BTC-PERPETUAL.raw",
+        "book.BTC-PERPETUAL.none.10.100ms",
+        "trades.BTC-PERPETUAL.raw",
+        "ticker.BTC-PERPETUAL.100ms",
+        "incremental_ticker.BTC-PERPETUAL",
+        "quote.BTC-PERPETUAL",
+        "deribit_price_index.btc_usd",
+        "user.orders.BTC-PERPETUAL.raw",
+        "user.orders.any.any.100ms",
+        "user.trades.BTC-PERPETUAL.raw",
+        "user.trades.any.any.raw",
+        "user.changes.BTC-PERPETUAL.raw",
+        "user.changes.future.BTC.raw",
+        "user.portfolio.btc"
+    ]);
+    let reply = c.call("private/subscribe", json!({"channels": channels})).await;
+    assert_eq!(reply["result"].as_array().unwrap().len(), 14, "{reply}");
+    check.method("private/subscribe", &reply);
+    let reply = c.call("public/subscribe", json!({"channels": ["book.ETH-PERPETUAL.100ms"]})).await;
+    check.method("public/subscribe", &reply);
+
+    let bought = c
+        .call(
+            "private/buy",
+            json!({"instrument_name": "BTC-PERPETUAL", "amount": 30, "type": "market", "label": "vec-m"}),
+        )
+        .await;
+    check.method("private/buy", &bought);
+    let buy_id = bought["result"]["order"]["order_id"].as_str().unwrap().to_owned();
+    let best_ask = c.call("public/ticker", btc.clone()).await["result"]["best_ask_price"].as_f64().unwrap();
+    let far = ((best_ask + 2_000.0) / 0.5).round() * 0.5;
+    let sold = c
+        .call("private/sell", json!({"instrument_name": "BTC-PERPETUAL", "amount": 10, "price": far, "label": "vec"}))
+        .await;
+    check.method("private/sell", &sold);
+    let sell_id = sold["result"]["order"]["order_id"].as_str().unwrap().to_owned();
+
+    let private: Vec<(&str, Value)> = vec![
+        ("private/edit", json!({"order_id": sell_id, "amount": 20, "price": far})),
+        (
+            "private/edit_by_label",
+            json!({"label": "vec", "instrument_name": "BTC-PERPETUAL", "amount": 10, "price": far}),
+        ),
+        ("private/get_open_orders", json!({})),
+        ("private/get_open_orders_by_currency", json!({"currency": "BTC"})),
+        ("private/get_open_orders_by_instrument", btc.clone()),
+        ("private/get_order_state", json!({"order_id": sell_id})),
+        ("private/get_order_history_by_instrument", btc.clone()),
+        ("private/get_positions", json!({"currency": "BTC"})),
+        ("private/get_position", btc.clone()),
+        ("private/get_account_summary", json!({"currency": "BTC"})),
+        ("private/get_user_trades_by_instrument", btc.clone()),
+        ("private/get_user_trades_by_currency", json!({"currency": "BTC"})),
+        ("private/get_user_trades_by_order", json!({"order_id": buy_id})),
+        ("public/get_last_trades_by_instrument", btc.clone()),
+        ("private/enable_cancel_on_disconnect", json!({})),
+        ("private/get_cancel_on_disconnect", json!({})),
+        ("private/disable_cancel_on_disconnect", json!({})),
+        ("private/cancel", json!({"order_id": sell_id})),
+    ];
+    for (method, params) in private {
+        let reply = c.call(method, params).await;
+        check.method(method, &reply);
+    }
+    for (method, params) in [
+        ("private/cancel_all", json!({})),
+        ("private/cancel_all_by_instrument", btc.clone()),
+        ("private/cancel_all_by_currency", json!({"currency": "BTC"})),
+        ("private/cancel_all_by_kind_or_type", json!({"currency": "BTC", "kind": "future"})),
+        ("private/cancel_by_label", json!({"label": "vec"})),
+    ] {
+        c.call("private/sell", json!({"instrument_name": "BTC-PERPETUAL", "amount": 10, "price": far, "label": "vec"}))
+            .await;
+        let reply = c.call(method, params).await;
+        assert_eq!(reply["result"], 1, "{method}: {reply}");
+        check.method(method, &reply);
+    }
+    let closed = c.call("private/close_position", json!({"instrument_name": "BTC-PERPETUAL", "type": "market"})).await;
+    check.method("private/close_position", &closed);
+
+    let notifications = [
+        ("book.BTC-PERPETUAL.raw", "book.instrument_name.interval.notification.snapshot.docs_v2_1_1.json"),
+        ("book.BTC-PERPETUAL.raw", "book.instrument_name.interval.notification.change.docs_v2_1_1.json"),
+        ("book.BTC-PERPETUAL.none.10.100ms", "book.instrument_name.group.depth.interval.notification.docs_v2_1_1.json"),
+        ("trades.BTC-PERPETUAL.raw", "trades.instrument_name.interval.notification.docs_v2_1_1.json"),
+        ("ticker.BTC-PERPETUAL.100ms", "ticker.instrument_name.interval.notification.docs_v2_1_1.json"),
+        (
+            "incremental_ticker.BTC-PERPETUAL",
+            "incremental_ticker.instrument_name.notification.snapshot.docs_v2_1_1.json",
+        ),
+        ("incremental_ticker.BTC-PERPETUAL", "incremental_ticker.instrument_name.notification.change.docs_v2_1_1.json"),
+        ("quote.BTC-PERPETUAL", "quote.instrument_name.notification.docs_v2_1_1.json"),
+        ("deribit_price_index.btc_usd", "deribit_price_index.index_name.notification.docs_v2_1_1.json"),
+        ("user.orders.BTC-PERPETUAL.raw", "user.orders.instrument_name.raw.notification.docs_v2_1_1.json"),
+        ("user.orders.any.any.100ms", "user.orders.kind.currency.interval.notification.docs_v2_1_1.json"),
+        ("user.trades.BTC-PERPETUAL.raw", "user.trades.instrument_name.interval.notification.docs_v2_1_1.json"),
+        ("user.trades.any.any.raw", "user.trades.kind.currency.interval.notification.real_ccxt.json"),
+        ("user.changes.BTC-PERPETUAL.raw", "user.changes.instrument_name.interval.notification.docs_v2_1_1.json"),
+        ("user.changes.future.BTC.raw", "user.changes.kind.currency.interval.notification.docs_v2_1_1.json"),
+        ("user.portfolio.btc", "user.portfolio.currency.notification.docs_v2_1_1.json"),
+        ("book.ETH-PERPETUAL.100ms", "book.instrument_name.interval.notification.snapshot.real_probe_inverse.json"),
+    ];
+    for (channel, vector_name) in notifications {
+        let frame = c.notification(channel).await;
+        check.channel(vector_name, &frame);
+    }
+    let user_changes = c.notification("user.changes.BTC-PERPETUAL.raw").await;
+    assert!(user_changes["params"]["data"]["orders"].is_array());
+
+    for (method, params) in [
+        ("private/unsubscribe", json!({"channels": ["user.portfolio.btc"]})),
+        ("public/unsubscribe", json!({"channels": ["book.ETH-PERPETUAL.100ms"]})),
+    ] {
+        let reply = c.call(method, params).await;
+        check.method(method, &reply);
+    }
+    let reply = c.call("private/unsubscribe_all", json!({})).await;
+    check.method("private/unsubscribe_all", &reply);
+    let reply = c.call("public/unsubscribe_all", json!({})).await;
+    check.method("public/unsubscribe_all", &reply);
+
+    assert!(check.checked >= 60, "only {} comparisons", check.checked);
+    assert!(check.failures.is_empty(), "shape mismatches:\n{}", check.failures.join("\n"));
+    sim.shutdown().await;
+}
