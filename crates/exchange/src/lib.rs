@@ -54,6 +54,6 @@ pub use order::{
     AccountId, CancelReason, EditParams, Label, Liquidity, Order, OrderFilter, OrderRef, OrderState, OrderType,
     PlaceParams, Size, TimeInForce, Trigger, TriggerKind, TypeFilter,
 };
-pub use query::{Ticker, TradeFilter, parse_order_id};
+pub use query::{PositionView, Ticker, TradeFilter, parse_order_id};
 pub use reject::Reject;
 pub use synth::{StepStats, SynthConfig, SynthMarket};

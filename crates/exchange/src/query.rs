@@ -31,6 +31,25 @@ pub struct Ticker {
     pub timestamp: Utc,
 }
 
+/// A position with the market figures `private/get_position` shows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PositionView {
+    pub position: Position,
+    pub kind: InstrumentKind,
+    pub mark_price: f64,
+    pub index_price: f64,
+    pub floating_pnl: f64,
+    /// Realised plus floating PnL.
+    pub total_pnl: f64,
+    pub initial_margin: f64,
+    pub maintenance_margin: f64,
+    pub delta: f64,
+    /// Size in the amount unit (USD for inverse futures, coin otherwise), signed.
+    pub size_amount: f64,
+    /// Futures only: size in the base coin at the mark, signed.
+    pub size_currency: f64,
+}
+
 /// Which user trades to return.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TradeFilter {
@@ -145,6 +164,31 @@ impl Exchange {
             .and_then(|a| a.positions.get(&instrument.0))
             .copied()
             .unwrap_or(Position { instrument, ..Position::default() })
+    }
+
+    /// `get_position` with market figures (a zero-size view when there is no position).
+    pub fn position_view(&self, account: AccountId, instrument: InstrumentId) -> Option<PositionView> {
+        let inst = self.catalogue.get(instrument)?;
+        let position = self.position(account, instrument);
+        let mark = self.mark_price(instrument);
+        let index = self.index_price(inst.index);
+        let floating = position.floating_pnl(inst, mark);
+        let (im, mm) = position.margins(inst, mark);
+        let size_amount = position.size as f64 * inst.qty_unit_f64;
+        let size_currency = if inst.is_inverse_future() && mark > 0.0 { size_amount / mark } else { size_amount };
+        Some(PositionView {
+            position,
+            kind: inst.spec.kind,
+            mark_price: mark,
+            index_price: index,
+            floating_pnl: floating,
+            total_pnl: position.realized_pnl + floating,
+            initial_margin: im,
+            maintenance_margin: mm,
+            delta: position.delta(inst, index),
+            size_amount,
+            size_currency,
+        })
     }
 
     /// `get_positions`: positions of `account` settled in `currency`, optionally of one kind.
@@ -283,6 +327,15 @@ impl Exchange {
             out.push_str("S-");
         }
         out.push_str(itoa::Buffer::new().format(order.id));
+    }
+
+    /// Appends Deribit's text form of a trade id: `ETH-2696083` (settlement-currency prefix).
+    pub fn write_trade_id(&self, instrument: InstrumentId, trade_id: u64, out: &mut String) {
+        if let Some(inst) = self.catalogue.get(instrument) {
+            out.push_str(self.catalogue.currency_name(inst.settlement_currency));
+            out.push('-');
+        }
+        out.push_str(itoa::Buffer::new().format(trade_id));
     }
 
     /// The text form of an order id, for display and tests.

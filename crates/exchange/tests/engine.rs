@@ -311,6 +311,13 @@ fn positions_fees_and_account_summary() {
     assert!((s.session_upl - 0.1).abs() < 1e-12, "{s:?}");
     let pos = env.ex.position(B, env.perp);
     assert_eq!((pos.size, pos.direction()), (1_000, "buy"));
+    let view = env.ex.position_view(B, env.perp).unwrap();
+    assert!((view.floating_pnl - 0.1).abs() < 1e-12 && (view.size_amount - 10_000.0).abs() < 1e-9);
+    assert!((view.size_currency - 0.1).abs() < 1e-12 && (view.initial_margin - 0.002).abs() < 1e-12);
+    let trade_id = env.ex.recent_trades(env.perp).last().unwrap().trade_id;
+    let mut text = String::new();
+    env.ex.write_trade_id(env.perp, trade_id, &mut text);
+    assert_eq!(text, format!("BTC-{trade_id}"));
     assert_eq!(env.ex.ticker(env.perp).unwrap().open_interest, 1_000);
     env.limit(A, Side::Buy, "10000", "100000");
     let Reply::Order(close) = env
