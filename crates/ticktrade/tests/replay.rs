@@ -268,3 +268,34 @@ fn an_injected_gap_is_counted_and_a_later_snapshot_resyncs() {
     let naive = naive_rebuild(&[record["msg"].clone()]);
     assert_eq!(sides_of(row), naive[instrument].sides());
 }
+
+#[test]
+fn instruments_file_gives_the_same_books_and_unknown_instruments_fall_back() {
+    let instruments = recording("DERIBIT.0__2021-04-17_http_get_instruments.txt");
+    // The 2021-04-17 session: every instrument is in the same day's get_instruments reply.
+    let path = recording(RECORDINGS[2]);
+    let output = ticktrade(&[
+        "replay",
+        path.to_str().unwrap(),
+        "--json",
+        "--depth",
+        "1000000",
+        "--instruments",
+        instruments.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.stderr.is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.stdout, replay_json(&path).0.stdout);
+
+    // The 2021-04-05 session's options had expired by 2021-04-17: they are reported, and their
+    // units are inferred from the recording instead.
+    let path = recording(RECORDINGS[1]);
+    let output =
+        ticktrade(&["replay", path.to_str().unwrap(), "--json", "--instruments", instruments.to_str().unwrap()]);
+    assert!(output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("ETH-6APR21-2400-P: not in"), "{stderr}");
+    let missing = ticktrade(&["replay", path.to_str().unwrap(), "--instruments", "/nonexistent/instruments.json"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8(missing.stderr).unwrap().contains("/nonexistent/instruments.json"));
+}
