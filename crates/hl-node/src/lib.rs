@@ -14,11 +14,13 @@
 //! - `join`: the by-height join of the three streams (pure).
 //! - `follow`: hourly-file followers (I/O).
 //! - `synth`: the deterministic synthetic node (model pure, writer I/O).
+//! - `info_client`: the start-up POST to the node's info server (I/O).
 //! - `server`: the engine thread, subscriptions and per-client queues, `/ws` and `/info` (I/O).
 
 pub mod books;
 pub mod coins;
 pub mod follow;
+pub mod info_client;
 pub mod join;
 pub mod l2;
 pub mod server;

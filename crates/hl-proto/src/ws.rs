@@ -244,12 +244,36 @@ pub struct Units {
 }
 
 /// Writes a decimal the way Hyperliquid prints book numbers: exact, `.0` on integers.
+/// Units of `10^-k` (every coin's units) take a fast path: integer digits, then the point.
 pub fn write_hl_decimal(units: i64, unit: Decimal, out: &mut Vec<u8>) {
-    let start = out.len();
-    write_units(units, unit, out);
-    if !out[start..].contains(&b'.') {
-        out.extend_from_slice(b".0");
+    if unit.mantissa() != 1 {
+        let start = out.len();
+        write_units(units, unit, out);
+        if !out[start..].contains(&b'.') {
+            out.extend_from_slice(b".0");
+        }
+        return;
     }
+    if units < 0 {
+        out.push(b'-');
+    }
+    let mut buf = itoa::Buffer::new();
+    let digits = buf.format(units.unsigned_abs()).as_bytes();
+    let k = usize::from(unit.scale());
+    let (int, frac): (&[u8], &[u8]) = if digits.len() > k { digits.split_at(digits.len() - k) } else { (b"0", digits) };
+    out.extend_from_slice(int);
+    let mut frac_end = frac.len();
+    while frac_end > 0 && frac[frac_end - 1] == b'0' {
+        frac_end -= 1;
+    }
+    out.push(b'.');
+    if frac_end == 0 {
+        out.push(b'0');
+        return;
+    }
+    // Leading zeros of a fraction shorter than the scale (0.00153 with k = 5 has digits 153).
+    out.extend(std::iter::repeat_n(b'0', k.saturating_sub(digits.len())));
+    out.extend_from_slice(&frac[..frac_end]);
 }
 
 fn write_json_str(out: &mut Vec<u8>, text: &str) {

@@ -1,10 +1,41 @@
-//! `ticktrade hl …` (being written).
+//! `ticktrade hl …`: the Hyperliquid order-book server fed from hl-node's data files, and its
+//! tools.
+//!
+//! Owns: the command line (`ticktrade hl [serve options]`, `ticktrade hl gen …`,
+//! `ticktrade hl stats …`) and the wiring of `ticktrade-hl-node`.
+//! Must not: hold protocol or book logic (that is `ticktrade-hl-proto` / `ticktrade-hl-node`).
 
 use std::process::ExitCode;
 
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+mod r#gen;
+mod serve;
+mod stats;
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("hl is not built yet")
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// With no subcommand: serve (same options as `ticktrade hl serve`).
+    #[command(flatten)]
+    serve: Box<serve::Args>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Follow hl-node's files and serve `/ws` and `/info` (the default).
+    Serve(Box<serve::Args>),
+    /// Write realistic synthetic hl-node output (and a matching snapshot and metadata).
+    Gen(r#gen::Args),
+    /// Subscribe like a client and print book/trade latency percentiles.
+    Stats(stats::Args),
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        None => serve::run(*args.serve),
+        Some(Command::Serve(args)) => serve::run(*args),
+        Some(Command::Gen(args)) => r#gen::run(args),
+        Some(Command::Stats(args)) => stats::run(args),
+    }
 }

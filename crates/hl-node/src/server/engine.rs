@@ -105,6 +105,7 @@ pub struct Engine {
 
 fn decode_events<'a, T: Deserialize<'a>>(
     line: &'a Line,
+    keep: impl Fn(&str) -> bool,
     out: &mut Vec<T>,
     damaged: &mut Vec<String>,
     reports: &mut Vec<String>,
@@ -118,6 +119,9 @@ fn decode_events<'a, T: Deserialize<'a>>(
         }
     };
     for (i, raw) in batch.events.iter().enumerate() {
+        if !keep(raw.get()) {
+            continue;
+        }
         match serde_json::from_str::<T>(raw.get()) {
             Ok(event) => out.push(event),
             Err(err) => {
@@ -286,7 +290,7 @@ impl Engine {
             return;
         }
         let (mut fills, mut damaged, mut reports) = (Vec::<NodeFill<'_>>::new(), Vec::new(), Vec::new());
-        decode_events(line, &mut fills, &mut damaged, &mut reports);
+        decode_events(line, |_| true, &mut fills, &mut damaged, &mut reports);
         for r in reports {
             self.report(r);
         }
@@ -310,8 +314,13 @@ impl Engine {
         let started = Instant::now();
         let (mut statuses, mut diffs) = (Vec::<OrderStatus<'_>>::new(), Vec::<BookDiff<'_>>::new());
         let (mut damaged, mut reports) = (Vec::new(), Vec::new());
-        let t1 = decode_events(statuses_line, &mut statuses, &mut damaged, &mut reports);
-        let t2 = decode_events(diffs_line, &mut diffs, &mut damaged, &mut reports);
+        // Only `open`/`triggered` statuses can put an order on the book; the rest matter only
+        // to l4Book subscribers, so without any they are skipped before decoding.
+        let all_statuses = !self.subs.l4.is_empty();
+        let may_rest =
+            |raw: &str| all_statuses || raw.contains(r#""status":"open""#) || raw.contains(r#""status":"triggered""#);
+        let t1 = decode_events(statuses_line, may_rest, &mut statuses, &mut damaged, &mut reports);
+        let t2 = decode_events(diffs_line, |_| true, &mut diffs, &mut damaged, &mut reports);
         let time = t1.or(t2).and_then(|t| parse_node_time(t).ok()).unwrap_or(self.books.time());
         if self.config.coins.is_some() {
             statuses.retain(|s| self.allowed(&s.order.coin));
@@ -379,13 +388,20 @@ impl Engine {
         true
     }
 
+    /// The encoded frame as shared bytes, leaving a fresh buffer behind (no copy).
+    fn take_frame(&mut self) -> Option<Utf8Bytes> {
+        let capacity = self.frame.capacity();
+        let bytes = std::mem::replace(&mut self.frame, Vec::with_capacity(capacity));
+        String::from_utf8(bytes).ok().map(Utf8Bytes::from)
+    }
+
     fn publish_l2(&mut self, coin: CoinId) {
         let Some(keys) = self.subs.l2.remove(&coin) else { return };
         for (key, ids) in &keys {
             if !self.encode_l2(coin, L2Variant::ALL[usize::from(key.variant_idx)], usize::from(key.n_levels)) {
                 continue;
             }
-            let frame = Utf8Bytes::from(String::from_utf8_lossy(&self.frame).into_owned());
+            let Some(frame) = self.take_frame() else { continue };
             for &id in ids {
                 self.subs.send(id, frame.clone(), &mut self.dead);
             }

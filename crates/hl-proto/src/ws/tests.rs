@@ -150,3 +150,34 @@ fn l4_frames_match_examples() {
     let frame = l4_snapshot_frame("BTC", 1_777_582_003_304, 978_995_377, &l4[0], &l4[1]);
     assert_eq!(value(&frame), snapshot);
 }
+
+#[test]
+fn fast_decimal_writer_matches_the_exact_one() {
+    let cases = [
+        (0i64, 0u8),
+        (5, 0),
+        (764_500, 1),
+        (153, 5),
+        (100_000, 5),
+        (1, 8),
+        (10, 8),
+        (123_456_789, 3),
+        (-153, 5),
+        (-764_500, 1),
+        (i64::MAX, 18),
+    ];
+    for (units, scale) in cases {
+        let unit = Decimal::new(1, scale).unwrap();
+        let mut fast = Vec::new();
+        write_hl_decimal(units, unit, &mut fast);
+        let mut exact = Vec::new();
+        ticktrade_core::write_units(units, unit, &mut exact);
+        if !exact.contains(&b'.') {
+            exact.extend_from_slice(b".0");
+        }
+        assert_eq!(String::from_utf8(fast).unwrap(), String::from_utf8(exact).unwrap(), "{units} e-{scale}");
+    }
+    let mut odd = Vec::new();
+    write_hl_decimal(3, Decimal::new(5, 1).unwrap(), &mut odd);
+    assert_eq!(odd, b"1.5");
+}

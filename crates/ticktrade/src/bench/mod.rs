@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 mod book;
+mod hl;
 mod matching;
 
 #[derive(clap::Args, Debug)]
@@ -17,11 +18,14 @@ enum Which {
     Book(book::Args),
     /// Matching engine order operations per second vs a naive linear-scan matcher.
     Match(matching::Args),
+    /// Hyperliquid server: per-block cost and end to end, beside the clone-and-recompute-all baseline.
+    Hl(hl::Args),
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.which {
         Which::Book(args) => book::run(args),
         Which::Match(args) => matching::run(args),
+        Which::Hl(args) => hl::run(args),
     }
 }

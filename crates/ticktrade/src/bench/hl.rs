@@ -1,0 +1,193 @@
+//! `ticktrade bench hl`: the Hyperliquid server's per-block cost and end-to-end latency, beside
+//! the way the well-known order_book_server does the same work, in the same run.
+//!
+//! Owns: the workload (the generator: 229 coins by default, realistic block sizes), the
+//! subscriptions (all seven `l2Book` variants for every coin), timing (`Instant`: I/O side),
+//! and the output in the common table/JSON format.
+//! Must not: compare different inputs: ticktrade and the baseline process the same lines.
+//!
+//! * **block**: per block, from "both lines in memory" to "every frame queued": decode, apply
+//!   to the L4 books, L2 only for coins that changed and only for subscribed variants, encode.
+//! * **baseline**: per block, decode and apply the same lines to per-coin order maps, clone
+//!   every book, and recompute and encode all seven variants for every coin (OBS's
+//!   `compute_l2_snapshots` over a cloned `OrderBooks`).
+//! * **e2e**: a real server on loopback; a writer thread appends blocks to hourly files every
+//!   `--block-ms`; clients receive `l2Book` frames; latency = start of the block's write →
+//!   frame received, matched by the block time each frame carries.
+
+mod baseline;
+mod e2e;
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use ticktrade_core::Utc;
+use ticktrade_hl_node::books::Books;
+use ticktrade_hl_node::follow::Follower;
+use ticktrade_hl_node::join::Stream;
+use ticktrade_hl_node::server::engine::{Engine, EngineConfig, EngineMsg};
+use ticktrade_hl_node::synth::writer::GenWriter;
+use ticktrade_hl_node::synth::{GenBlock, GenConfig, Generator};
+use ticktrade_hl_proto::info::{Meta, SpotMeta, coins_from_meta};
+use ticktrade_hl_proto::snapshot::Snapshot;
+use ticktrade_hl_proto::ws::{ClientMessage, L2Variant};
+use ticktrade_latency::{Histogram, Series, write_json_lines, write_table};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Coins in the generated market.
+    #[arg(long, default_value_t = 229)]
+    coins: usize,
+    /// Order actions per block (see `ticktrade hl gen`).
+    #[arg(long, default_value_t = 600)]
+    orders_per_block: usize,
+    /// Timed blocks for the per-block figures.
+    #[arg(long, default_value_t = 300)]
+    blocks: u64,
+    /// Blocks written in the end-to-end run.
+    #[arg(long, default_value_t = 300)]
+    e2e_blocks: u64,
+    /// Interval between blocks in the end-to-end run.
+    #[arg(long, default_value_t = 50)]
+    block_ms: u64,
+    /// Print JSON lines instead of the table.
+    #[arg(long)]
+    json: bool,
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+}
+
+pub(crate) fn generator(args: &Args) -> Generator {
+    Generator::new(&GenConfig {
+        seed: args.seed,
+        n_coins: args.coins,
+        orders_per_block: args.orders_per_block,
+        ..GenConfig::default()
+    })
+}
+
+/// Books loaded from the generator's snapshot, with its metadata.
+pub(crate) fn books_of(generator: &Generator) -> anyhow::Result<Books> {
+    let (meta, spot) = generator.meta_json();
+    let meta: Meta = serde_json::from_str(&meta)?;
+    let spot: SpotMeta = serde_json::from_str(&spot)?;
+    let mut books = Books::new(&coins_from_meta(&meta, Some(&spot)));
+    let text = generator.snapshot_json();
+    books.load_snapshot(&Snapshot::parse(text.as_bytes())?, Utc::from_nanos(0))?;
+    Ok(books)
+}
+
+/// Every coin × every variant, as `subscribe` requests.
+pub(crate) fn all_subscriptions(generator: &Generator) -> Vec<String> {
+    let mut out = Vec::new();
+    for coin in generator.coins() {
+        for v in L2Variant::ALL {
+            let mantissa = (v.mantissa() > 1).then_some(v.mantissa());
+            out.push(serde_json::json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": coin.name, "nSigFigs": v.n_sig_figs(), "mantissa": mantissa}}).to_string());
+        }
+    }
+    out
+}
+
+pub(crate) const T0_NS: i64 = 1_777_582_800_000_000_000;
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let tmp = std::env::temp_dir().join(format!("ticktrade-bench-hl-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let result = run_in(&args, &tmp);
+    let _ = std::fs::remove_dir_all(&tmp);
+    result
+}
+
+fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
+    // 1. Per-block processing, ticktrade's engine driven synchronously.
+    let mut generator = generator(args);
+    let books = books_of(&generator)?;
+    let mut baseline = baseline::Baseline::new(&books);
+    let followers = Stream::ALL.iter().map(|&s| {
+        let mut f = Follower::new(tmp, s);
+        f.seek_height(books.height()).map(|()| f)
+    });
+    let followers = followers.collect::<Result<Vec<_>, _>>().context("followers")?;
+    let mut engine = Engine::new(EngineConfig::default(), books, followers);
+    engine.record_timings(true);
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1 << 20);
+    let (kill, _killed) = tokio::sync::oneshot::channel();
+    engine.handle(EngineMsg::Connect { id: 1, tx, kill });
+    for text in all_subscriptions(&generator) {
+        let message = ClientMessage::parse(&text)?;
+        engine.handle(EngineMsg::Request { id: 1, message, text });
+    }
+    while rx.try_recv().is_ok() {}
+    let mut writer = GenWriter::new(tmp);
+    let warmup = 20;
+    let mut blocks: Vec<GenBlock> = Vec::new();
+    let (mut n_frames, mut n_statuses, mut n_diffs) = (0u64, 0u64, 0u64);
+    for i in 0..warmup + args.blocks {
+        let block = generator.next_block(Utc::from_nanos(T0_NS + i as i64 * 100_000_000));
+        writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills])?;
+        engine.poll_files();
+        let mut frames = 0;
+        while rx.try_recv().is_ok() {
+            frames += 1;
+        }
+        if i >= warmup {
+            n_frames += frames;
+            n_statuses += block.statuses.matches("\"status\":").count() as u64;
+            n_diffs += block.diffs.matches("\"raw_book_diff\":").count() as u64;
+        }
+        blocks.push(block);
+    }
+    let stats = engine.stats();
+    let mut ticktrade = Histogram::new();
+    {
+        let stats = stats.lock().map_err(|_| anyhow::anyhow!("stats poisoned"))?;
+        anyhow::ensure!(
+            stats.reports.is_empty(),
+            "engine reported problems: {:?}",
+            &stats.reports[..stats.reports.len().min(3)]
+        );
+        for &ns in stats.block_ns.iter().skip(warmup as usize) {
+            ticktrade.record(ns);
+        }
+    }
+    // 2. The baseline on the same lines.
+    let mut base = Histogram::new();
+    for (i, block) in blocks.iter().enumerate() {
+        let ns = baseline.block(block)?;
+        if i >= warmup as usize {
+            base.record(ns);
+        }
+    }
+    // 3. End to end through a real server.
+    let e2e = e2e::run(args, &tmp.join("e2e"))?;
+
+    let per = |n: u64| n as f64 / args.blocks.max(1) as f64;
+    let base_p50 = base.percentiles().p50;
+    let mut series = vec![
+        Series::from_histogram("hl block: ticktrade (changed coins, subscribed variants)", &ticktrade)
+            .with_baseline_p50(base_p50),
+        Series::from_histogram("hl block: baseline (clone all books, 7 variants x all coins)", &base),
+    ];
+    series.extend(e2e.series);
+    if args.json {
+        write_json_lines(std::io::stdout(), &series)?;
+    } else {
+        let mut out = String::new();
+        write_table(&mut out, &series)?;
+        print!("{out}");
+        println!(
+            "{} coins, {} l2Book subscriptions; per block: {:.0} statuses, {:.0} diffs, {:.0} l2Book frames (ticktrade) vs {} (baseline); e2e: {} blocks every {} ms, {} frames",
+            args.coins,
+            args.coins * 7,
+            per(n_statuses),
+            per(n_diffs),
+            per(n_frames),
+            args.coins * 7,
+            args.e2e_blocks,
+            args.block_ms,
+            e2e.n_frames
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

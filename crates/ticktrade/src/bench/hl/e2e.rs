@@ -1,0 +1,134 @@
+//! End to end through a real server on loopback: a writer thread appends blocks to the hourly
+//! files every `--block-ms`; a probe client (BTC `l2Book`) and a load client (all seven
+//! variants of every coin) measure start-of-write → frame received.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use ticktrade_core::Utc;
+use ticktrade_hl_node::follow::Follower;
+use ticktrade_hl_node::join::Stream;
+use ticktrade_hl_node::server::engine::{Engine, EngineConfig};
+use ticktrade_hl_node::server::{MetaDocs, ServeConfig, start};
+use ticktrade_hl_node::synth::writer::GenWriter;
+use ticktrade_latency::{Histogram, Series};
+use tokio_tungstenite::tungstenite::Message;
+
+use super::{Args, T0_NS, all_subscriptions, books_of, generator};
+
+pub struct E2e {
+    pub series: Vec<Series>,
+    pub n_frames: u64,
+}
+
+type Written = Arc<Mutex<HashMap<u64, Instant>>>;
+
+fn frame_time(text: &str) -> Option<u64> {
+    let at = text.find("\"time\":")? + 7;
+    let digits = &text[at..];
+    let end = digits.find(|c: char| !c.is_ascii_digit())?;
+    digits[..end].parse().ok()
+}
+
+async fn measure<S>(ws: &mut S, written: &Written, deadline: Instant, expect_initial: usize) -> (Histogram, u64)
+where
+    S: StreamExt<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    let (mut histogram, mut n) = (Histogram::new(), 0u64);
+    let mut skipped = 0;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(Some(Ok(msg))) = tokio::time::timeout(left, ws.next()).await else { break };
+        let received = Instant::now();
+        let Message::Text(text) = msg else { continue };
+        if !text.starts_with("{\"channel\":\"l2Book\"") {
+            continue;
+        }
+        if skipped < expect_initial {
+            skipped += 1;
+            continue;
+        }
+        let Some(ms) = frame_time(&text) else { continue };
+        let start = written.lock().ok().and_then(|w| w.get(&ms).copied());
+        if let Some(start) = start {
+            histogram.record(received.saturating_duration_since(start).as_nanos() as u64);
+            n += 1;
+        }
+    }
+    (histogram, n)
+}
+
+pub fn run(args: &Args, dir: &Path) -> anyhow::Result<E2e> {
+    let mut generator = generator(args);
+    let mut writer = GenWriter::new(dir);
+    writer.write_bootstrap(&generator)?;
+    let books = books_of(&generator)?;
+    let mut followers = Vec::new();
+    for s in Stream::ALL {
+        let mut f = Follower::new(dir, s);
+        f.seek_height(books.height())?;
+        followers.push(f);
+    }
+    let engine = Engine::new(EngineConfig::default(), books, followers);
+    let subscriptions = all_subscriptions(&generator);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let docs = MetaDocs { meta: "{}".into(), spot_meta: "{}".into() };
+        let server = start(listener, engine, dir, docs, ServeConfig { queue: 1 << 16 })?;
+        let url = format!("ws://{}/ws", server.addr);
+        let (mut load, _) = tokio_tungstenite::connect_async(&url).await?;
+        for s in &subscriptions {
+            load.send(Message::Text(s.clone().into())).await?;
+        }
+        let (mut probe, _) = tokio_tungstenite::connect_async(&url).await?;
+        probe
+            .send(Message::Text(r#"{"method":"subscribe","subscription":{"type":"l2Book","coin":"BTC"}}"#.into()))
+            .await?;
+        // Wait until both have their initial books (one per subscription), then write blocks.
+        let mut initial = 0;
+        while initial < subscriptions.len() {
+            match tokio::time::timeout(Duration::from_secs(30), load.next()).await {
+                Ok(Some(Ok(Message::Text(t)))) if t.starts_with("{\"channel\":\"l2Book\"") => initial += 1,
+                Ok(Some(Ok(_))) => {}
+                _ => anyhow::bail!("load client did not get its initial books"),
+            }
+        }
+        let written: Written = Arc::new(Mutex::new(HashMap::new()));
+        let w = written.clone();
+        let (n_blocks, block_ms) = (args.e2e_blocks, args.block_ms.max(1));
+        let writer_thread = std::thread::spawn(move || -> std::io::Result<()> {
+            let mut next = Instant::now();
+            for i in 0..n_blocks {
+                let time = Utc::from_nanos(T0_NS + 3_600_000_000_000 + (i * block_ms * 1_000_000) as i64);
+                let block = generator.next_block(time);
+                let start = Instant::now();
+                if let Ok(mut map) = w.lock() {
+                    map.insert(time.as_millis() as u64, start);
+                }
+                writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills])?;
+                next += Duration::from_millis(block_ms);
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            }
+            Ok(())
+        });
+        let deadline = Instant::now() + Duration::from_millis(n_blocks * block_ms) + Duration::from_secs(3);
+        let (probe_result, load_result) =
+            tokio::join!(measure(&mut probe, &written, deadline, 1), measure(&mut load, &written, deadline, 0));
+        writer_thread.join().map_err(|_| anyhow::anyhow!("writer panicked"))??;
+        server.stop();
+        Ok(E2e {
+            series: vec![
+                Series::from_histogram("hl e2e: block written -> probe received (BTC l2Book)", &probe_result.0),
+                Series::from_histogram(
+                    "hl e2e: block written -> load client received (every l2Book frame)",
+                    &load_result.0,
+                ),
+            ],
+            n_frames: probe_result.1 + load_result.1,
+        })
+    })
+}

@@ -1,0 +1,173 @@
+//! `ticktrade hl serve`: load metadata and one snapshot, then follow the files and serve.
+//!
+//! The snapshot comes from `--snapshot FILE`, or from the node's info server (`--info-url`,
+//! asked exactly once, at start), or from `<data-dir>/snapshot.json` as `ticktrade hl gen`
+//! writes it. It is never re-requested on a timer: each request stalls hl-node for seconds.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use ticktrade_core::Utc;
+use ticktrade_hl_node::books::Books;
+use ticktrade_hl_node::follow::Follower;
+use ticktrade_hl_node::info_client::post_json;
+use ticktrade_hl_node::join::Stream;
+use ticktrade_hl_node::server::engine::{Engine, EngineConfig};
+use ticktrade_hl_node::server::{MetaDocs, ServeConfig, start};
+use ticktrade_hl_node::synth::writer::{META_FILE, SNAPSHOT_FILE, SPOT_META_FILE};
+use ticktrade_hl_proto::info::{CoinMeta, Meta, SpotMeta, coins_from_meta};
+use ticktrade_hl_proto::snapshot::{Snapshot, file_snapshot_request};
+
+#[derive(clap::Args, Debug, Clone)]
+#[group(id = "ServeArgs")]
+pub struct Args {
+    /// hl-node's data directory (the one holding `node_*_by_block/`). Default: ~/hl/data.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// L4 snapshot file (`fileSnapshot`/`l4Snapshots` output with users and height).
+    #[arg(long, conflicts_with = "info_url")]
+    pub snapshot: Option<PathBuf>,
+    /// The node's info server (e.g. http://localhost:3001/info): asked once at start for a
+    /// snapshot and, unless --meta is given, for meta/spotMeta.
+    #[arg(long)]
+    pub info_url: Option<String>,
+    /// Where the node writes the snapshot it is asked for (a path on the node's machine).
+    #[arg(long)]
+    pub snapshot_out: Option<PathBuf>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8000")]
+    pub listen: String,
+    /// Only keep and serve these coins (comma separated). Default: every coin.
+    #[arg(long, value_delimiter = ',')]
+    pub coins: Option<Vec<String>>,
+    /// `meta` document (JSON) to serve and to take perps' szDecimals from.
+    #[arg(long)]
+    pub meta: Option<PathBuf>,
+    /// `spotMeta` document (JSON).
+    #[arg(long)]
+    pub spot_meta: Option<PathBuf>,
+    /// Relay the node's lines to every client instead of keeping books.
+    #[arg(long)]
+    pub raw: bool,
+    /// Frames a client may have queued before it is disconnected as too slow.
+    #[arg(long, default_value_t = 4096)]
+    pub queue: usize,
+    /// Polling fallback interval (file notifications normally wake the server at once).
+    #[arg(long, default_value_t = 100)]
+    pub poll_ms: u64,
+}
+
+/// `$HOME/hl/data`, hl-node's own default.
+pub fn default_data_dir() -> PathBuf {
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join("hl").join("data")
+}
+
+fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Everything the server needs before it accepts a client: metadata and loaded books.
+pub struct Start {
+    pub data_dir: PathBuf,
+    pub docs: MetaDocs,
+    pub books: Books,
+}
+
+/// Loads metadata and the snapshot as `args` say.
+pub fn load_start(args: &Args) -> anyhow::Result<Start> {
+    let data_dir = args.data_dir.clone().unwrap_or_else(default_data_dir);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let ask = |body: String| -> anyhow::Result<Vec<u8>> {
+        let url = args.info_url.as_deref().unwrap_or_default();
+        Ok(runtime.block_on(post_json(url, body, Duration::from_secs(120)))?)
+    };
+    let doc = |flag: &Option<PathBuf>, file: &str, kind: &str| -> anyhow::Result<Option<String>> {
+        if let Some(path) = flag {
+            return Ok(Some(String::from_utf8(read(path)?)?));
+        }
+        if args.info_url.is_some() {
+            return Ok(Some(String::from_utf8(ask(format!(r#"{{"type":"{kind}"}}"#))?)?));
+        }
+        let beside = data_dir.join(file);
+        Ok(if beside.exists() { Some(String::from_utf8(read(&beside)?)?) } else { None })
+    };
+    let meta_text = doc(&args.meta, META_FILE, "meta")?;
+    let spot_text = doc(&args.spot_meta, SPOT_META_FILE, "spotMeta")?;
+    let meta: Option<Meta> = meta_text.as_deref().map(serde_json::from_str).transpose().context("meta document")?;
+    let spot: Option<SpotMeta> =
+        spot_text.as_deref().map(serde_json::from_str).transpose().context("spotMeta document")?;
+    let coins: Vec<CoinMeta> = match &meta {
+        Some(meta) => coins_from_meta(meta, spot.as_ref()),
+        None => Vec::new(),
+    };
+    let snapshot_bytes = match (&args.snapshot, &args.info_url) {
+        (Some(path), _) => read(path)?,
+        (None, Some(_)) => {
+            let out = args
+                .snapshot_out
+                .clone()
+                .unwrap_or_else(|| std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join("out.json"));
+            let out_text = out.to_str().context("snapshot path is not UTF-8")?;
+            eprintln!("asking the node for one L4 snapshot (it pauses block processing while writing it)");
+            ask(file_snapshot_request(out_text).to_string())?;
+            read(&out)?
+        }
+        (None, None) => {
+            let beside = data_dir.join(SNAPSHOT_FILE);
+            if !beside.exists() {
+                bail!("no snapshot: pass --snapshot FILE or --info-url URL (or put {} in the data dir)", SNAPSHOT_FILE);
+            }
+            read(&beside)?
+        }
+    };
+    let snapshot = Snapshot::parse(&snapshot_bytes).context("snapshot file")?;
+    let mut books = Books::new(&coins);
+    books.load_snapshot(&snapshot, Utc::from_nanos(0)).context("loading the snapshot")?;
+    let docs = MetaDocs {
+        meta: meta_text.unwrap_or_else(|| r#"{"universe":[]}"#.to_owned()),
+        spot_meta: spot_text.unwrap_or_else(|| r#"{"universe":[],"tokens":[]}"#.to_owned()),
+    };
+    Ok(Start { data_dir, docs, books })
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+    let start_state = load_start(&args)?;
+    let height = start_state.books.height();
+    let n_coins = start_state.books.coins.len();
+    let mut followers = Vec::new();
+    for stream in Stream::ALL {
+        let mut follower = Follower::new(&start_state.data_dir, stream);
+        follower
+            .seek_height(height)
+            .with_context(|| format!("positioning {} at block {}", stream.dir_name(), height + 1))?;
+        followers.push(follower);
+    }
+    let config = EngineConfig {
+        coins: args.coins.clone().map(|c| c.into_iter().collect::<HashSet<_>>()),
+        raw: args.raw,
+        poll: Duration::from_millis(args.poll_ms.max(1)),
+    };
+    let engine = Engine::new(config, start_state.books, followers);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async move {
+        let listener =
+            tokio::net::TcpListener::bind(&args.listen).await.with_context(|| format!("binding {}", args.listen))?;
+        let server =
+            start(listener, engine, &start_state.data_dir, start_state.docs, ServeConfig { queue: args.queue })?;
+        println!(
+            "ticktrade hl: snapshot at block {height}, {n_coins} coins; listening on ws://{}/ws and http://{}/info",
+            server.addr, server.addr
+        );
+        tokio::signal::ctrl_c().await?;
+        server.stop();
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
