@@ -38,6 +38,13 @@ pub struct L4Level {
     pub n_orders: u32,
 }
 
+impl From<L4Level> for crate::l2::Level {
+    /// The L2 level (price and total quantity) without the order count.
+    fn from(level: L4Level) -> crate::l2::Level {
+        crate::l2::Level { price: level.price, qty: level.qty }
+    }
+}
+
 /// The result of [`L4Book::fill_front`]: what was taken from the front order of a level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrontFill<T> {
@@ -420,6 +427,8 @@ mod tests {
         assert_eq!(ids(&book, Side::Buy, 100), vec![1, 3]);
         assert_eq!(book.len(), 5);
         assert_eq!(book.depth(Side::Buy), 2);
+        let l2: Vec<crate::l2::Level> = book.levels(Side::Sell).map(Into::into).collect();
+        assert_eq!(l2[0], crate::l2::Level { price: p(102), qty: q(4) });
     }
 
     #[test]
