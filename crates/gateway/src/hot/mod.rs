@@ -18,13 +18,18 @@
 //! - `engine`: `HotLoop` (socket read … socket write), `HotConfig`, `FLOOR_PROBE`.
 //! - `record`: `spawn_recorder`, `Recorded` (histograms filled off the hot thread).
 //! - `feed`: `SyntheticFeed`, seeded BTC-PERPETUAL book frames for tests and benchmarks.
+//! - `order_client`: `OrderClient`, orders sent and acknowledged on the same framer
+//!   (`ticktrade bench order`).
+//! - `acker`: `Acker`, an in-process venue that acknowledges each request with `usIn`/`usOut`.
 //! - `exchange`: `ExchangeSide`, a blocking in-process publisher + order reader on loopback
 //!   (benchmarks and tests; the simulator replaces it where it is available).
 
+pub mod acker;
 pub mod engine;
 pub mod exchange;
 pub mod feed;
 pub mod handshake;
+pub mod order_client;
 pub mod pipeline;
 pub mod record;
 pub mod strategy;

@@ -1,0 +1,132 @@
+//! `OrderClient`: sends limit orders on the hot path's own WebSocket (blocking socket, no
+//! runtime) and reads their acknowledgements, with the stamps `ticktrade bench order` reports:
+//! call → encoded → write returned, and write → ack read, split with the venue's `usIn`/`usOut`.
+//!
+//! Owns: one connection's socket, reader, writer, order encoder and request ids.
+//! Must not: allocate on `send` once warm (the encoder writes into the reused frame buffer),
+//! or interpret an ack beyond its id and timing members (order state is the control plane's).
+
+use std::io::Write;
+use std::net::TcpStream;
+
+use ticktrade_core::InstrumentSpec;
+use ticktrade_deribit_proto::order::{LimitOrder, OrderEncoder};
+use ticktrade_deribit_proto::{Id, Incoming, classify};
+use ticktrade_latency::{RawTicks, TscClock};
+
+use super::ws::{Opcode, Role, WsError, WsReader, WsWriter};
+
+/// Stamps of one `send`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendStamps {
+    pub id: u64,
+    /// When `send` was entered.
+    pub called: RawTicks,
+    /// When the frame was encoded, masked and ready.
+    pub encoded: RawTicks,
+    /// When the socket write returned.
+    pub written: RawTicks,
+}
+
+/// A response read by `wait_ack`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ack {
+    pub id: Option<i64>,
+    pub ok: bool,
+    /// When the read that completed the response returned.
+    pub received: RawTicks,
+    /// The venue's µs-since-epoch stamps: request read, response written.
+    pub us_in: Option<u64>,
+    pub us_out: Option<u64>,
+}
+
+/// Why sending or reading failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OrderClientError {
+    #[error("websocket: {0}")]
+    Ws(#[from] WsError),
+    #[error("the venue closed the connection")]
+    Closed,
+}
+
+pub struct OrderClient {
+    stream: TcpStream,
+    reader: WsReader,
+    writer: WsWriter,
+    control: WsWriter,
+    encoder: OrderEncoder,
+    next_id: u64,
+    clock: TscClock,
+}
+
+impl OrderClient {
+    /// A client on a connected WebSocket (`handshake::connect`).
+    pub fn new(stream: TcpStream, reader: WsReader, spec: &InstrumentSpec, clock: TscClock) -> OrderClient {
+        OrderClient {
+            stream,
+            reader,
+            writer: WsWriter::new(Role::Client, 1024, 0x2545_F491),
+            control: WsWriter::new(Role::Client, 256, 0x9E37_79B9),
+            encoder: OrderEncoder::new(spec),
+            next_id: 1,
+            clock,
+        }
+    }
+
+    /// Encodes `order` with the next id straight into the frame buffer and writes it.
+    #[inline]
+    pub fn send(&mut self, order: &LimitOrder) -> Result<SendStamps, OrderClientError> {
+        let called = self.clock.raw();
+        let id = self.next_id;
+        self.next_id += 1;
+        self.encoder.encode(self.writer.begin(), id, order);
+        self.writer.finish(Opcode::Text);
+        let encoded = self.clock.raw();
+        self.stream.write_all(self.writer.frame()).map_err(WsError::from)?;
+        let written = self.clock.raw();
+        Ok(SendStamps { id, called, encoded, written })
+    }
+
+    /// Writes the last order frame again, unchanged (the `write_floor` measurement); returns
+    /// the nanoseconds the write took.
+    pub fn rewrite_last(&mut self) -> Result<u64, OrderClientError> {
+        let start = self.clock.raw();
+        self.stream.write_all(self.writer.frame()).map_err(WsError::from)?;
+        Ok(self.clock.nanos_between(start, self.clock.raw()))
+    }
+
+    /// Reads until the next JSON-RPC response; answers pings, skips notifications.
+    pub fn wait_ack(&mut self) -> Result<Ack, OrderClientError> {
+        let mut received = self.clock.raw();
+        loop {
+            while let Some(message) = self.reader.next_message()? {
+                match message.opcode {
+                    Opcode::Ping => {
+                        self.control.frame_of(Opcode::Pong, message.payload);
+                        self.control.write_to(&mut self.stream)?;
+                        continue;
+                    }
+                    Opcode::Close => return Err(OrderClientError::Closed),
+                    Opcode::Text => {}
+                    _ => continue,
+                }
+                let Ok(text) = std::str::from_utf8(message.payload) else { continue };
+                if let Ok(Incoming::Response(response)) = classify(text) {
+                    let id = match response.id {
+                        Some(Id::Num(n)) => Some(n),
+                        _ => None,
+                    };
+                    return Ok(Ack {
+                        id,
+                        ok: response.outcome.is_ok(),
+                        received,
+                        us_in: response.us_in,
+                        us_out: response.us_out,
+                    });
+                }
+            }
+            self.reader.fill(&mut self.stream)?;
+            received = self.clock.raw();
+        }
+    }
+}
