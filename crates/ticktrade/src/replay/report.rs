@@ -40,7 +40,11 @@ pub fn write_table(out: &mut impl Write, name: &str, state: &InstrumentBook, dep
             .map(|l| (text(|b| spec.write_price(l.price, b)), text(|b| spec.write_qty(l.qty, b))))
             .collect()
     };
-    let (bids, asks) = (column(Side::Buy), column(Side::Sell));
+    let (mut bids, mut asks) = (column(Side::Buy), column(Side::Sell));
+    for rows in [&mut bids, &mut asks] {
+        let (prices, amounts): (Vec<String>, Vec<String>) = rows.drain(..).unzip();
+        rows.extend(align_points(&prices).into_iter().zip(align_points(&amounts)));
+    }
     if bids.is_empty() && asks.is_empty() {
         return writeln!(out, "  (empty book)\n");
     }
@@ -65,6 +69,23 @@ pub fn write_table(out: &mut impl Write, name: &str, state: &InstrumentBook, dep
         writeln!(out, "{}", line.trim_end())?;
     }
     writeln!(out)
+}
+
+/// Pads decimal texts so their decimal points line up (`64250.5`, `64251  `, `0.25`).
+fn align_points(column: &[String]) -> Vec<String> {
+    let split = |text: &str| match text.split_once('.') {
+        Some((int, frac)) => (int.len(), frac.len() + 1),
+        None => (text.len(), 0),
+    };
+    let int_w = column.iter().map(|t| split(t).0).max().unwrap_or(0);
+    let frac_w = column.iter().map(|t| split(t).1).max().unwrap_or(0);
+    column
+        .iter()
+        .map(|text| {
+            let (int, frac) = split(text);
+            format!("{}{text}{}", " ".repeat(int_w - int), " ".repeat(frac_w - frac))
+        })
+        .collect()
 }
 
 fn write_levels(buf: &mut Vec<u8>, spec: &InstrumentSpec, levels: impl Iterator<Item = Level>) {
