@@ -16,4 +16,5 @@
 pub mod deribit;
 pub mod hot;
 pub mod oms;
+pub mod shell;
 pub mod venue;
