@@ -182,14 +182,15 @@ impl Follower {
             let mut data = &self.chunk[..n];
             while let Some(pos) = data.iter().position(|&b| b == b'\n') {
                 let piece = &data[..pos];
-                let text = if self.partial.is_empty() {
-                    String::from_utf8_lossy(piece).into_owned()
+                let bytes = if self.partial.is_empty() {
+                    piece.to_vec()
                 } else {
                     self.partial.extend_from_slice(piece);
-                    let t = String::from_utf8_lossy(&self.partial).into_owned();
-                    self.partial.clear();
-                    t
+                    std::mem::take(&mut self.partial)
                 };
+                // Valid UTF-8 (always, from the node) moves into the String without a copy.
+                let text =
+                    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
                 cur.line_no += 1;
                 if !text.is_empty() {
                     out.push(Line {

@@ -116,15 +116,20 @@ async fn hyperliquid_client_gets_l2_at_every_variant_trades_and_l4() {
     let server = start(listener, engine, tmp.path(), MetaDocs { meta, spot_meta }, ServeConfig::default()).unwrap();
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", server.addr)).await.unwrap();
 
-    // Subscriptions: every l2Book variant, trades and l4Book for BTC.
+    // One connection per l2Book variant (frames carry no variant, and unchanged views are not
+    // re-sent), plus one for trades, l4Book, errors and heartbeats.
+    let url = format!("ws://{}/ws", server.addr);
+    let mut variant_ws = Vec::new();
     for (sig, m) in VARIANTS {
-        send(&mut ws, json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC", "nSigFigs": sig, "mantissa": m}})).await;
-        let ack = next_json(&mut ws).await;
+        let (mut conn, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+        send(&mut conn, json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC", "nSigFigs": sig, "mantissa": m}})).await;
+        let ack = next_json(&mut conn).await;
         assert_eq!(ack["channel"], "subscriptionResponse");
         assert_eq!(ack["data"]["subscription"]["nSigFigs"], json!(sig));
-        let first = next_json(&mut ws).await;
+        let first = next_json(&mut conn).await;
         assert_eq!(first["channel"], "l2Book", "current book right after the ack");
         assert_eq!(first["data"]["coin"], "BTC");
+        variant_ws.push(conn);
     }
     send(&mut ws, json!({"method": "subscribe", "subscription": {"type": "trades", "coin": "BTC"}})).await;
     assert_eq!(next_json(&mut ws).await["channel"], "subscriptionResponse");
@@ -157,17 +162,13 @@ async fn hyperliquid_client_gets_l2_at_every_variant_trades_and_l4() {
     send(&mut ws, json!({"method": "ping"})).await;
     assert_eq!(next_json(&mut ws).await, json!({"channel": "pong"}));
 
-    // The node writes blocks; the client must see every one, in order.
+    // The node writes blocks; l4Book must show every one, in order.
     let n_blocks = 6u64;
     let first_height = generator.height() + 1;
     write_blocks(&mut generator, &mut writer, n_blocks);
-    let last_time = T0_MS + (generator.height() as i64 - 5_000 - 1) * 1_500;
     let mut l4_heights = Vec::new();
-    let mut latest_l2: Vec<Option<Value>> = vec![None; 7];
     let mut n_trades = 0;
-    while l4_heights.last() != Some(&generator.height())
-        || latest_l2.iter().any(|l| l.as_ref().is_none_or(|v| v["time"] != json!(last_time)))
-    {
+    while l4_heights.last() != Some(&generator.height()) {
         let msg = next_json(&mut ws).await;
         match msg["channel"].as_str().unwrap() {
             "l4Book" => l4_heights.push(msg["data"]["Updates"]["height"].as_u64().unwrap()),
@@ -178,13 +179,6 @@ async fn hyperliquid_client_gets_l2_at_every_variant_trades_and_l4() {
                     n_trades += 1;
                 }
             }
-            "l2Book" => {
-                // Which subscription? Frames come in subscription order per block; match by levels.
-                let data = msg["data"].clone();
-                let idx =
-                    latest_l2.iter().position(|l| l.as_ref().is_none_or(|v| v["time"] != data["time"])).unwrap_or(0);
-                latest_l2[idx] = Some(data);
-            }
             other => panic!("unexpected {other}: {msg}"),
         }
     }
@@ -194,23 +188,35 @@ async fn hyperliquid_client_gets_l2_at_every_variant_trades_and_l4() {
         "l4Book updates strictly in block order"
     );
     assert!(n_trades > 0, "BTC traded in {n_blocks} blocks");
+
+    // Each variant connection: a `post` is answered in order after every frame queued before
+    // it, so the last l2Book before the reply is the current view; both must equal a naive
+    // re-aggregation of the generator's own book.
+    let mut full_levels = Value::Null;
     for (i, (sig, m)) in VARIANTS.iter().enumerate() {
-        let got = latest_l2[i].as_ref().unwrap();
+        let conn = &mut variant_ws[i];
+        send(conn, json!({"method": "post", "id": 7, "request": {"type": "info", "payload": {"type": "l2Book", "coin": "BTC", "nSigFigs": sig, "mantissa": m}}})).await;
+        let mut last = None;
+        let reply = loop {
+            let msg = next_json(conn).await;
+            match msg["channel"].as_str().unwrap() {
+                "l2Book" => last = Some(msg["data"].clone()),
+                "post" => break msg,
+                other => panic!("unexpected {other}"),
+            }
+        };
+        assert_eq!(reply["data"]["id"], 7);
+        let last = last.expect("at least one update over six blocks");
         for (side, bid) in [(0, true), (1, false)] {
             let expect = naive_levels(&btc_levels(&generator, bid), 1, 5, bid, *sig, m.unwrap_or(1), 20);
-            assert_eq!(got["levels"][side].as_array().unwrap(), &expect, "variant {sig:?}/{m:?} side {side}");
+            assert_eq!(last["levels"][side].as_array().unwrap(), &expect, "variant {sig:?}/{m:?} side {side}");
+            assert_eq!(reply["data"]["response"]["payload"]["data"]["levels"][side].as_array().unwrap(), &expect);
+        }
+        if i == 0 {
+            full_levels = last["levels"].clone();
         }
     }
 
-    // post l2Book over the socket, and /info over HTTP.
-    send(&mut ws, json!({"method": "post", "id": 7, "request": {"type": "info", "payload": {"type": "l2Book", "coin": "BTC", "nSigFigs": 5, "mantissa": null}}})).await;
-    let mut reply = next_json(&mut ws).await;
-    while reply["channel"] == "trades" {
-        reply = next_json(&mut ws).await;
-    }
-    assert_eq!(reply["channel"], "post");
-    assert_eq!(reply["data"]["id"], 7);
-    assert_eq!(reply["data"]["response"]["payload"]["data"]["levels"], latest_l2[1].as_ref().unwrap()["levels"]);
     let (status, body) = http_post(server.addr, r#"{"type":"meta"}"#).await;
     assert_eq!(status, 200);
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["universe"][0]["name"], "BTC");
@@ -221,7 +227,7 @@ async fn hyperliquid_client_gets_l2_at_every_variant_trades_and_l4() {
     );
     let (status, body) = http_post(server.addr, r#"{"type":"l2Book","coin":"BTC"}"#).await;
     assert_eq!(status, 200);
-    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["levels"], latest_l2[0].as_ref().unwrap()["levels"]);
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["levels"], full_levels);
     let (status, body) = http_post(server.addr, r#"{"type":"allMids"}"#).await;
     assert_eq!(status, 200);
     assert!(serde_json::from_str::<Value>(&body).unwrap()["BTC"].is_string());

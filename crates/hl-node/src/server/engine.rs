@@ -10,7 +10,7 @@
 //! only for the `(variant, nLevels)` pairs someone subscribed to, once per pair, and the encoded
 //! frame is shared by all its subscribers.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -101,6 +101,8 @@ pub struct Engine {
     asks: Vec<UnitLevel>,
     frame: Vec<u8>,
     dead: Vec<ClientId>,
+    /// The levels last published per `(coin, subscription key)`.
+    last_views: HashMap<(CoinId, L2Key), (Vec<UnitLevel>, Vec<UnitLevel>)>,
 }
 
 fn decode_events<'a, T: Deserialize<'a>>(
@@ -151,6 +153,7 @@ impl Engine {
             asks: Vec::with_capacity(128),
             frame: Vec::with_capacity(1 << 14),
             dead: Vec::new(),
+            last_views: HashMap::new(),
         }
     }
 
@@ -373,19 +376,23 @@ impl Engine {
         }
     }
 
-    /// Encodes the `l2Book` frame of `coin` at `key` into `self.frame`.
-    fn encode_l2(&mut self, coin: CoinId, variant: L2Variant, n_levels: usize) -> bool {
+    /// Aggregates `coin` at `variant` into `self.bids`/`self.asks`; false for a stale book.
+    fn aggregate_l2(&mut self, coin: CoinId, variant: L2Variant, n_levels: usize) -> bool {
         let Some(book) = self.books.book(coin) else { return false };
         if book.stale {
             return false;
         }
         crate::l2::aggregate(book.book.levels(Side::Buy), true, variant, n_levels, &mut self.bids);
         crate::l2::aggregate(book.book.levels(Side::Sell), false, variant, n_levels, &mut self.asks);
+        true
+    }
+
+    /// Encodes the aggregated levels of `coin` as an `l2Book` frame into `self.frame`.
+    fn encode_l2(&mut self, coin: CoinId) {
         let spec = self.books.coins.spec(coin);
         self.frame.clear();
         let time_ms = self.books.time().as_millis().max(0) as u64;
         proto::write_l2_frame(&mut self.frame, &spec.name, time_ms, spec.units, &self.bids, &self.asks);
-        true
     }
 
     /// The encoded frame as shared bytes, leaving a fresh buffer behind (no copy).
@@ -398,9 +405,17 @@ impl Engine {
     fn publish_l2(&mut self, coin: CoinId) {
         let Some(keys) = self.subs.l2.remove(&coin) else { return };
         for (key, ids) in &keys {
-            if !self.encode_l2(coin, L2Variant::ALL[usize::from(key.variant_idx)], usize::from(key.n_levels)) {
+            if !self.aggregate_l2(coin, L2Variant::ALL[usize::from(key.variant_idx)], usize::from(key.n_levels)) {
                 continue;
             }
+            // A change outside the visible levels leaves the view as it was: nothing to send.
+            let last = self.last_views.entry((coin, *key)).or_default();
+            if last.0 == self.bids && last.1 == self.asks {
+                continue;
+            }
+            last.0.clone_from(&self.bids);
+            last.1.clone_from(&self.asks);
+            self.encode_l2(coin);
             let Some(frame) = self.take_frame() else { continue };
             for &id in ids {
                 self.subs.send(id, frame.clone(), &mut self.dead);
@@ -445,10 +460,18 @@ impl Engine {
                 self.send_text(id, proto::subscription_response(true, &sub));
                 match slot {
                     Slot::L2(coin, key) => {
-                        if self.encode_l2(coin, L2Variant::ALL[usize::from(key.variant_idx)], usize::from(key.n_levels))
-                        {
-                            let frame = String::from_utf8_lossy(&self.frame).into_owned();
-                            self.send_text(id, frame);
+                        if self.aggregate_l2(
+                            coin,
+                            L2Variant::ALL[usize::from(key.variant_idx)],
+                            usize::from(key.n_levels),
+                        ) {
+                            let last = self.last_views.entry((coin, key)).or_default();
+                            last.0.clone_from(&self.bids);
+                            last.1.clone_from(&self.asks);
+                            self.encode_l2(coin);
+                            if let Some(frame) = self.take_frame() {
+                                self.subs.send(id, frame, &mut self.dead);
+                            }
                         }
                     }
                     Slot::L4(coin) => {
