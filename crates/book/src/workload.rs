@@ -232,7 +232,14 @@ impl Generator {
             Side::Buy => self.mid - 1,
             Side::Sell => self.mid + 1,
         };
-        let price = anchor - side.sign() * d;
+        let mut price = anchor - side.sign() * d;
+        // A new level goes to a free price: step away from the touch past occupied ones.
+        for _ in 0..16 {
+            if !self.side(side).contains_key(&price) {
+                break;
+            }
+            price -= side.sign();
+        }
         let qty = self.qty();
         // Uncross first: Deribit removes the levels a new one crosses.
         let opposite = side.opposite();
@@ -258,12 +265,15 @@ impl Generator {
             let side = if self.rng.chance(500) { Side::Buy } else { Side::Sell };
             let n = self.side(side).len();
             let r = self.rng.range(0, 99);
-            // 0 = delete, 1 = change, 2 = new; the depth band overrides the mix.
+            // 0 = delete, 1 = change, 2 = new; the depth band overrides the mix, and the
+            // delete share leans towards the target depth (crossing deletes and "new" levels
+            // that already exist would otherwise thin the book).
+            let del = if n < depth { 21 } else { 27 };
             let op = if n <= lo || n < 2 {
                 2
-            } else if n >= hi || r < 25 {
+            } else if n >= hi || r < del {
                 0
-            } else if r < 75 {
+            } else if r < del + 50 {
                 1
             } else {
                 2

@@ -71,6 +71,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("{:<44} {:>9.0} ns", format!("all 7 HL aggregations, top {AGG_LEVELS}/side"), agg_ns);
         println!("{:<44} {:>9.1} ns", "L2Book apply, per delta (100k levels/side)", deep_ns);
         println!("{:<44} {:>10.2}x", "deep / 600-level cost", deep_ns / tt_ns);
+        let share = |a: Action| {
+            100.0 * shallow.deltas.iter().filter(|u| u.action == a).count() as f64 / shallow.deltas.len() as f64
+        };
+        println!(
+            "stream: {:.1}% deletes, {:.1}% changes, {:.1}% new levels",
+            share(Action::Delete),
+            share(Action::Change),
+            share(Action::New)
+        );
         println!(
             "end state: both books identical; levels bid/ask {} (600-level stream), {} total (deep stream)",
             depth(&finished),
