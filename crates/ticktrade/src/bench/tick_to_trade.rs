@@ -134,7 +134,8 @@ fn run_hot(
 ) -> anyhow::Result<(SideResult, LoopReport)> {
     let spec = btc_perpetual().map_err(|e| anyhow!("spec: {e}"))?;
     let mut pipeline = Pipeline::new(&spec, QuoteOnTick::new(Qty::from_raw(1), args.every), feed.snapshot_levels);
-    warm_up(&mut pipeline, feed, clock);
+    // Warm-up pass (not reported): sizes the book and buffers, as a trader would before a session.
+    let warm_orders = warm_up(&mut pipeline, feed, clock);
     let config = ExchangeConfig { gap, floor_every: args.floor_every, ticks: feed.changes.len(), spin: args.spin_gap };
     let exchange = ExchangeSide::spawn(Arc::clone(feed), clock.clone(), config)?;
     let (stream, reader) = handshake::connect(exchange.addr, "127.0.0.1", "/ws/api/v2")?;
@@ -143,7 +144,9 @@ fn run_hot(
     let recorder = spawn_recorder(stamps_rx, Some(floor_rx))?;
     let hot_config = HotConfig { busy_poll: args.busy_poll, pin_core: args.pin_core, floor_probe: true };
     let mut hot = HotLoop::new(stream, reader, pipeline, clock.clone(), stamps_tx, Some(floor_tx), hot_config);
-    let (report, _exit) = hot.run()?;
+    let (mut report, _exit) = hot.run()?;
+    report.pipeline.orders -= warm_orders;
+    report.pipeline.frames -= feed.changes.len() as u64 + 1; // the warm-up's snapshot + changes
     drop(hot);
     let exchange = exchange.join()?;
     let recorded = recorder.join().map_err(|_| anyhow!("recorder thread panicked"))?;
