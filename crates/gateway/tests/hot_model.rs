@@ -96,7 +96,7 @@ fn hot_loop_answers_ping_trades_and_closes_on_loopback() {
         let (path, mut reader) = handshake::accept(&mut stream).unwrap();
         assert_eq!(path, "/ws/api/v2");
         let mut writer = WsWriter::new(Role::Server, 4096, 1);
-        let mut next = |stream: &mut std::net::TcpStream, reader: &mut WsReader| loop {
+        let next = |stream: &mut std::net::TcpStream, reader: &mut WsReader| loop {
             if let Some(m) = reader.next_message().unwrap() {
                 break (m.opcode, m.payload.to_vec());
             }
