@@ -124,6 +124,8 @@ impl<S: Strategy> HotLoop<S> {
         let mut anchor = Anchor::take(&self.clock);
         let mut t0 = RawTicks(0);
         let mut since_anchor = 0u64;
+        // Raw ticks from t0 to t4 of the last order (the floor probe waits as long).
+        let mut last_compute = 0u64;
         let exit = loop {
             let message = match self.reader.next_message() {
                 Ok(Some(message)) => message,
@@ -163,6 +165,12 @@ impl<S: Strategy> HotLoop<S> {
             }
             if self.config.floor_probe && message.payload == FLOOR_PROBE {
                 if self.pipeline.stats().orders > 0 {
+                    // Write at the same distance from t0 as the last order did, so the bare write
+                    // meets the same peer state (an order's write comes ~1 µs after the read; one
+                    // made at once often finds the sender's vCPU still awake and is cheaper).
+                    while self.clock.raw().0.saturating_sub(t0.0) < last_compute {
+                        std::hint::spin_loop();
+                    }
                     let start = self.clock.raw();
                     self.stream.write_all(self.writer.frame()).map_err(WsError::from)?;
                     let end = self.clock.raw();
@@ -180,6 +188,7 @@ impl<S: Strategy> HotLoop<S> {
             if outcome == Outcome::Order {
                 self.stream.write_all(self.writer.frame()).map_err(WsError::from)?;
                 raw.t[5] = self.clock.raw().0;
+                last_compute = raw.t[4].saturating_sub(raw.t[0]);
             }
             // After t5: convert and record, outside the timed path.
             if raw.t[1] != 0 {
