@@ -12,7 +12,7 @@ static ALLOC: ticktrade_testkit::CountingAlloc = ticktrade_testkit::CountingAllo
 fn apply_all(book: &mut L2Book, w: &Workload) {
     for (i, u) in w.deltas.iter().enumerate() {
         let (cid, prev) = w.change_ids(i);
-        book.apply_change(cid, prev, std::slice::from_ref(u)).unwrap();
+        assert_eq!(book.apply_change(cid, prev, std::slice::from_ref(u)), Ok(()));
     }
 }
 
