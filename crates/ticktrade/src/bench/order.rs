@@ -55,6 +55,8 @@ pub(crate) struct OrderResult {
     pub(crate) call_to_encoded: Histogram,
     pub(crate) call_to_write: Histogram,
     pub(crate) round_trip: Histogram,
+    /// send entered → ack read: the whole exchange as the caller sees it.
+    pub(crate) call_to_ack: Histogram,
     pub(crate) to_venue: Histogram,
     pub(crate) in_venue: Histogram,
     pub(crate) from_venue: Histogram,
@@ -94,6 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         with("order_call_to_write", &hot.call_to_write, &base.call_to_write),
         Series::from_histogram("write_floor", &hot.write_floor),
         with("order_round_trip", &hot.round_trip, &base.round_trip),
+        with("order_call_to_ack", &hot.call_to_ack, &base.call_to_ack),
         with("order_rt_to_venue", &hot.to_venue, &base.to_venue),
         with("order_rt_in_venue", &hot.in_venue, &base.in_venue),
         with("order_rt_from_venue", &hot.from_venue, &base.from_venue),
@@ -152,6 +155,7 @@ fn run_hot(args: &Args, clock: &TscClock, gap: Duration) -> anyhow::Result<Order
         result.call_to_encoded.record(clock.nanos_between(sent.called, sent.encoded));
         result.call_to_write.record(clock.nanos_between(sent.called, sent.written));
         result.round_trip.record(clock.nanos_between(sent.written, ack.received));
+        result.call_to_ack.record(clock.nanos_between(sent.called, ack.received));
         result.record_split(utc_of(sent.written), utc_of(ack.received), ack.us_in, ack.us_out);
         if (i + 1).is_multiple_of(u64::from(args.floor_every)) {
             std::thread::sleep(gap);

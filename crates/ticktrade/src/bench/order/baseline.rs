@@ -69,6 +69,7 @@ async fn client(url: String, clock: TscClock, gap: Duration, orders: u64) -> any
         result.call_to_encoded.record(clock.nanos_between(called, encoded));
         result.call_to_write.record(clock.nanos_between(called, written));
         result.round_trip.record(clock.nanos_between(written, received));
+        result.call_to_ack.record(clock.nanos_between(called, received));
         result.record_split(utc_of(written), utc_of(received), ack["usIn"].as_u64(), ack["usOut"].as_u64());
     }
     ws.close(None).await.ok();
