@@ -7,12 +7,14 @@
 //! I/O side), the end-state equality check and the output.
 //! Must not: change what it measures between runs: the stream depends only on `--seed`.
 
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use ticktrade_core::{Decimal, InstrumentId, Side, Utc};
+use ticktrade_book::l4::L4Book;
+use ticktrade_core::{Decimal, InstrumentId, Price, Qty, Side, Utc};
 use ticktrade_exchange::naive::{NaiveKind, NaiveMatcher};
 use ticktrade_exchange::{
     AccountId, Catalogue, CatalogueParams, Config, EditParams, Event, Exchange, OrderType, PlaceParams, Request,
@@ -247,6 +249,154 @@ fn time_naive(w: &Workload, passes: usize) -> (f64, NaiveMatcher, usize) {
     (median(&mut samples), last.0, last.1)
 }
 
+/// The book layer alone: what matching needs from an order-level book.
+trait BookLayer {
+    fn add(&mut self, id: u64, side: Side, price: i64, qty: i64);
+    fn remove(&mut self, id: u64) -> bool;
+    /// Keeps priority only for a same-price size decrease (Deribit's edit rule).
+    fn modify(&mut self, id: u64, price: i64, qty: i64) -> bool;
+    /// Takes up to `qty` from the oldest order at the best level of `side`: (price, taken).
+    fn fill_front(&mut self, side: Side, qty: i64) -> Option<(i64, i64)>;
+    fn best(&self, side: Side) -> Option<i64>;
+    fn levels(&self, side: Side) -> Vec<(i64, i64, u32)>;
+}
+
+impl BookLayer for L4Book<u32> {
+    fn add(&mut self, id: u64, side: Side, price: i64, qty: i64) {
+        let _ = L4Book::add(self, id, side, Price::from_raw(price), Qty::from_raw(qty), 0);
+    }
+    fn remove(&mut self, id: u64) -> bool {
+        L4Book::remove(self, id).is_some()
+    }
+    fn modify(&mut self, id: u64, price: i64, qty: i64) -> bool {
+        L4Book::modify(self, id, Price::from_raw(price), Qty::from_raw(qty)).is_ok()
+    }
+    fn fill_front(&mut self, side: Side, qty: i64) -> Option<(i64, i64)> {
+        L4Book::fill_front(self, side, Qty::from_raw(qty)).map(|f| (f.price.raw(), f.qty.raw()))
+    }
+    fn best(&self, side: Side) -> Option<i64> {
+        self.best_price(side).map(Price::raw)
+    }
+    fn levels(&self, side: Side) -> Vec<(i64, i64, u32)> {
+        L4Book::levels(self, side).map(|l| (l.price.raw(), l.qty.raw(), l.n_orders)).collect()
+    }
+}
+
+/// The common textbook layout: `BTreeMap<price, VecDeque<order>>` per side plus an id index.
+#[derive(Default)]
+struct BTreeBook {
+    bids: BTreeMap<i64, VecDeque<(u64, i64)>>,
+    asks: BTreeMap<i64, VecDeque<(u64, i64)>>,
+    index: HashMap<u64, (Side, i64)>,
+}
+
+impl BTreeBook {
+    fn side_mut(&mut self, side: Side) -> &mut BTreeMap<i64, VecDeque<(u64, i64)>> {
+        if side == Side::Buy { &mut self.bids } else { &mut self.asks }
+    }
+}
+
+impl BookLayer for BTreeBook {
+    fn add(&mut self, id: u64, side: Side, price: i64, qty: i64) {
+        self.index.insert(id, (side, price));
+        self.side_mut(side).entry(price).or_default().push_back((id, qty));
+    }
+    fn remove(&mut self, id: u64) -> bool {
+        let Some((side, price)) = self.index.remove(&id) else { return false };
+        let ladder = self.side_mut(side);
+        if let Some(queue) = ladder.get_mut(&price) {
+            queue.retain(|o| o.0 != id);
+            if queue.is_empty() {
+                ladder.remove(&price);
+            }
+        }
+        true
+    }
+    fn modify(&mut self, id: u64, price: i64, qty: i64) -> bool {
+        let Some(&(side, old_price)) = self.index.get(&id) else { return false };
+        if price == old_price
+            && let Some(order) = self.side_mut(side).get_mut(&price).and_then(|q| q.iter_mut().find(|o| o.0 == id))
+            && qty <= order.1
+        {
+            order.1 = qty;
+            return true;
+        }
+        self.remove(id);
+        self.add(id, side, price, qty);
+        true
+    }
+    fn fill_front(&mut self, side: Side, qty: i64) -> Option<(i64, i64)> {
+        let ladder = self.side_mut(side);
+        let mut entry = if side == Side::Buy { ladder.last_entry()? } else { ladder.first_entry()? };
+        let price = *entry.key();
+        let queue = entry.get_mut();
+        let front = queue.front_mut()?;
+        let take = front.1.min(qty);
+        front.1 -= take;
+        if front.1 == 0 {
+            let (id, _) = queue.pop_front()?;
+            if queue.is_empty() {
+                entry.remove();
+            }
+            self.index.remove(&id);
+        }
+        Some((price, take))
+    }
+    fn best(&self, side: Side) -> Option<i64> {
+        if side == Side::Buy { self.bids.keys().next_back().copied() } else { self.asks.keys().next().copied() }
+    }
+    fn levels(&self, side: Side) -> Vec<(i64, i64, u32)> {
+        let level = |(p, q): (&i64, &VecDeque<(u64, i64)>)| (*p, q.iter().map(|o| o.1).sum(), q.len() as u32);
+        if side == Side::Buy {
+            self.bids.iter().rev().map(level).collect()
+        } else {
+            self.asks.iter().map(level).collect()
+        }
+    }
+}
+
+fn book_op(book: &mut impl BookLayer, op: &Op) {
+    match *op {
+        Op::Place { id, side, kind: NaiveKind::Limit, price, qty, .. } => book.add(id, side, price, qty),
+        Op::Place { side, kind, price, qty, .. } => {
+            let mut left = qty;
+            while left > 0 {
+                let Some(best) = book.best(side.opposite()) else { break };
+                if kind != NaiveKind::Market && !side.crosses(Price::from_raw(price), Price::from_raw(best)) {
+                    break;
+                }
+                let Some((_, taken)) = book.fill_front(side.opposite(), left) else { break };
+                left -= taken;
+            }
+        }
+        Op::Cancel { id, .. } => {
+            book.remove(id);
+        }
+        Op::Edit { id, price, qty, .. } => {
+            book.modify(id, price, qty);
+        }
+    }
+}
+
+/// Median ns per op of the book layer alone over the timed ops.
+fn time_book<B: BookLayer>(w: &Workload, passes: usize, fresh: impl Fn() -> B) -> (f64, B) {
+    let mut samples = Vec::new();
+    let mut last = fresh();
+    for _ in 0..passes {
+        let mut book = fresh();
+        for op in &w.setup {
+            book_op(&mut book, op);
+        }
+        let start = Instant::now();
+        for op in &w.timed {
+            book_op(&mut book, black_box(op));
+        }
+        samples.push(start.elapsed().as_nanos() as f64 / w.timed.len() as f64);
+        last = book;
+    }
+    (median(&mut samples), last)
+}
+
 /// Simulated seconds the synthetic-market figure runs for.
 const SYNTH_SECONDS: i64 = 5;
 
@@ -267,6 +417,10 @@ fn time_synth(seed: u64) -> anyhow::Result<(f64, u64)> {
     }
     let secs = start.elapsed().as_secs_f64();
     Ok((changes as f64 / secs, changes))
+}
+
+fn depth_of(depth: (usize, usize), side: Side) -> usize {
+    if side == Side::Buy { depth.0 } else { depth.1 }
 }
 
 fn median(samples: &mut [f64]) -> f64 {
@@ -304,6 +458,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         bail!("accepted operations differ: ticktrade {tt_ok}, naive {base_ok}");
     }
     let depth = (book.depth(Side::Buy), book.depth(Side::Sell));
+    let (l4_ns, l4_book) = time_book(&workload, passes, || L4Book::<u32>::with_capacity(8_192, 1_024));
+    let (btree_ns, btree_book) = time_book(&workload, passes, BTreeBook::default);
+    for side in [Side::Buy, Side::Sell] {
+        if BookLayer::levels(&l4_book, side) != btree_book.levels(side)
+            || l4_book.levels(side).len() != depth_of(depth, side)
+        {
+            bail!("the book layers disagree on the {side} side");
+        }
+    }
     let (synth_rate, synth_changes) = time_synth(args.seed)?;
 
     let tt_ops = 1e9 / tt_ns;
@@ -316,6 +479,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "ratio": ratio,
             "ticktrade_ns_per_op": tt_ns,
             "baseline_ns_per_op": base_ns,
+            "l4book_ns_per_op": l4_ns,
+            "btreemap_book_ns_per_op": btree_ns,
             "synth_book_changes_per_sec": synth_rate,
         });
         println!("{out}");
@@ -345,6 +510,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             book.len()
         );
         println!("ticktrade's figure includes validation, margin checks, fills, positions and all events");
+        println!("book layer alone (same ops, no accounts or events):");
+        println!("{:<34} {:>14.0} {:>10.1}", "  L4Book (slab + sorted Vec index)", 1e9 / l4_ns, l4_ns);
+        println!("{:<34} {:>14.0} {:>10.1}", "  BTreeMap<price, VecDeque>", 1e9 / btree_ns, btree_ns);
+        println!("{:<34} {:>13.2}x", "  speed-up (BTreeMap / L4Book)", btree_ns / l4_ns);
         println!(
             "synthetic market: {synth_rate:.0} book changes/s ({synth_changes} changes in {SYNTH_SECONDS} simulated s, all instruments)"
         );
