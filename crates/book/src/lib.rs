@@ -16,3 +16,6 @@ pub mod aggregate;
 pub mod l2;
 pub mod l4;
 pub mod workload;
+
+pub use aggregate::{AggLevel, AggregateBuf, Grouping, HlPrecision};
+pub use l2::{Action, ApplyError, L2Book, Level, LevelUpdate, VwapFill};
