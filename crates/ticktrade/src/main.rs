@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod hl;
 mod replay;
+mod sim;
 
 #[derive(Parser, Debug)]
 #[command(name = "ticktrade", version, about = "Low-latency crypto trading: Deribit gateway and shell, full-depth books, market-data servers, an embedded Deribit-compatible exchange.")]
@@ -24,6 +25,8 @@ enum Command {
     Bench(bench::Args),
     /// Hyperliquid order-book server fed from hl-node's data files (and its tools).
     Hl(hl::Args),
+    /// The embedded Deribit-compatible exchange on a port (WebSocket + HTTP JSON-RPC).
+    Sim(sim::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -32,6 +35,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::Replay(args)) => replay::run(args),
         Some(Command::Bench(args)) => bench::run(args),
         Some(Command::Hl(args)) => hl::run(args),
+        Some(Command::Sim(args)) => sim::run(args),
         None => replay::run_demo(),
     };
     match result {

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 mod book;
 mod hl;
 mod matching;
+mod order;
+mod tick_to_trade;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -20,6 +22,11 @@ enum Which {
     Match(matching::Args),
     /// Hyperliquid server: per-block cost and end to end, beside the clone-and-recompute-all baseline.
     Hl(hl::Args),
+    /// Tick-to-trade: socket read to socket write through the one-thread hot loop, per stage, beside a plain tokio/serde_json baseline.
+    #[command(name = "tick-to-trade")]
+    TickToTrade(tick_to_trade::Args),
+    /// Order path: call to bytes written, and the round trip split with usIn/usOut.
+    Order(order::Args),
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -27,5 +34,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Which::Book(args) => book::run(args),
         Which::Match(args) => matching::run(args),
         Which::Hl(args) => hl::run(args),
+        Which::TickToTrade(args) => tick_to_trade::run(args),
+        Which::Order(args) => order::run(args),
     }
 }
