@@ -11,7 +11,11 @@ mod replay;
 mod sim;
 
 #[derive(Parser, Debug)]
-#[command(name = "ticktrade", version, about = "Low-latency crypto trading: Deribit gateway and shell, full-depth books, market-data servers, an embedded Deribit-compatible exchange.")]
+#[command(
+    name = "ticktrade",
+    version,
+    about = "Low-latency crypto trading: Deribit gateway and shell, full-depth books, market-data servers, an embedded Deribit-compatible exchange."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
