@@ -103,7 +103,23 @@ fn replay(
     for error in &errors {
         eprintln!("{source}:{}: error: {} (line skipped)", error.line, error.message);
     }
-    let written = replay.books.iter().try_for_each(|(name, state)| {
+    // Reported by instrument name, or by channel name for an instrument recorded on several
+    // book channels; sorted by what is printed.
+    let mut n_channels: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for state in replay.books.values() {
+        *n_channels.entry(state.instrument.as_str()).or_default() += 1;
+    }
+    let mut named: Vec<(&str, &books::InstrumentBook)> = replay
+        .books
+        .iter()
+        .map(|(channel, state)| {
+            let name =
+                if n_channels[state.instrument.as_str()] > 1 { channel.as_str() } else { state.instrument.as_str() };
+            (name, state)
+        })
+        .collect();
+    named.sort_by_key(|(name, _)| *name);
+    let written = named.into_iter().try_for_each(|(name, state)| {
         if json { report::write_json(out, name, state, depth) } else { report::write_table(out, name, state, depth) }
     });
     match written.and_then(|()| out.flush()) {

@@ -299,3 +299,25 @@ fn instruments_file_gives_the_same_books_and_unknown_instruments_fall_back() {
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8(missing.stderr).unwrap().contains("/nonexistent/instruments.json"));
 }
+
+#[test]
+fn one_instrument_on_two_book_channels_gives_two_books() {
+    let name = RECORDINGS[1];
+    let instrument = "ETH-16APR21-1600-C";
+    let mut lines = lines_of(name);
+    let raw = format!("book.{instrument}.raw");
+    let snapshot =
+        lines.iter().find(|l| l.contains(&format!(r#""channel":"{raw}","data":{{"type":"snapshot""#))).unwrap();
+    // The same snapshot on the 100ms channel, whose book then never changes.
+    lines.push(snapshot.replace(&raw, &format!("book.{instrument}.100ms")));
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_copy(&dir, name, &lines);
+    let (output, rows) = replay_json(&path);
+    assert!(output.status.success());
+    assert_eq!(rows.len(), 11);
+    let raw_row = &rows[&raw];
+    let agg_row = &rows[&format!("book.{instrument}.100ms")];
+    assert_eq!((raw_row["changes"].as_u64(), agg_row["changes"].as_u64()), (Some(26), Some(0)));
+    let (_, clean) = replay_json(&recording(name));
+    assert_eq!(sides_of(raw_row), sides_of(&clean[instrument]));
+}

@@ -11,14 +11,14 @@ use std::collections::BTreeMap;
 use ticktrade_book::l2::{ApplyError, L2Book, LevelUpdate};
 use ticktrade_core::InstrumentSpec;
 use ticktrade_deribit_proto::book::{BookHeader, BookKind, DecimalLevel, decode_book};
-use ticktrade_deribit_proto::channel::Channel;
 use ticktrade_deribit_proto::envelope::{Incoming, classify};
 
 use super::recording::{Frame, LineError};
 
-/// One instrument's book and what happened to it.
+/// One book channel's book and what happened to it.
 #[derive(Debug)]
 pub struct InstrumentBook {
+    pub instrument: String,
     pub spec: InstrumentSpec,
     pub book: L2Book,
     pub snapshots: u64,
@@ -27,7 +27,8 @@ pub struct InstrumentBook {
     pub resyncs: u64,
 }
 
-/// Books of every instrument seen, keyed (and reported) by name.
+/// Books of every book channel seen, keyed by channel name: `book.X.raw` and `book.X.100ms`
+/// (or a grouped `book.X.none.10.100ms`) are separate books with their own change-id chains.
 pub struct Replay {
     specs: BTreeMap<String, InstrumentSpec>,
     pub books: BTreeMap<String, InstrumentBook>,
@@ -59,10 +60,7 @@ impl Replay {
                     let message = format!("bad {} notification: {decode_error}", note.channel);
                     self.error(frame.line, message);
                     // A lost frame of this book: it cannot be trusted until a snapshot.
-                    if let Some(state) = Channel::parse(note.channel)
-                        .and_then(|c| c.instrument())
-                        .and_then(|name| self.books.get_mut(name))
-                    {
+                    if let Some(state) = self.books.get_mut(note.channel) {
                         state.book.mark_stale();
                     }
                 }
@@ -78,12 +76,13 @@ impl Replay {
     }
 
     fn apply(&mut self, line: usize, header: &BookHeader<'_>, levels: &[DecimalLevel]) {
-        if !self.books.contains_key(header.instrument) {
+        if !self.books.contains_key(header.channel) {
             let Some(spec) = self.specs.get(header.instrument) else {
                 self.error(line, format!("{}: no instrument spec", header.instrument));
                 return;
             };
             let state = InstrumentBook {
+                instrument: header.instrument.to_owned(),
                 spec: spec.clone(),
                 book: L2Book::new(),
                 snapshots: 0,
@@ -91,9 +90,9 @@ impl Replay {
                 gaps: 0,
                 resyncs: 0,
             };
-            self.books.insert(header.instrument.to_owned(), state);
+            self.books.insert(header.channel.to_owned(), state);
         }
-        let Some(state) = self.books.get_mut(header.instrument) else { return };
+        let Some(state) = self.books.get_mut(header.channel) else { return };
         self.updates.clear();
         for level in levels {
             let converted = state
