@@ -3,8 +3,9 @@
 //!
 //! Owns: per-instrument counters (snapshots, changes, gaps, resyncs), what makes a book stale
 //! (a gap, a frame of that book that cannot be decoded or converted), and the line errors.
-//! A snapshot that arrives while the book is stale is a resync. Frames of other channels,
-//! responses and heartbeats are skipped silently.
+//! A snapshot that arrives while the book is stale is a resync. A grouped book's window
+//! (`book.X.none.10.100ms`) replaces its book like a snapshot and is counted as one. Frames of
+//! other channels, responses and heartbeats are skipped silently.
 
 use std::collections::BTreeMap;
 
