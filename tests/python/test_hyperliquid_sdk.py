@@ -1,0 +1,113 @@
+"""Hyperliquid's official Python SDK, unchanged, against `ticktrade hl`: only its base URL differs.
+
+`ticktrade hl gen` writes synthetic hl-node files in real time into a temporary data directory;
+`ticktrade hl` follows them and serves `/info` and `/ws`. The SDK asks `/info` for metadata at
+start-up, then takes an `l2_snapshot` and live `l2Book` and `trades` subscriptions.
+"""
+
+import threading
+import time
+from decimal import Decimal
+
+import pytest
+from hyperliquid.info import Info
+
+from conftest import Server
+
+
+@pytest.fixture(scope="module")
+def hl_server(tmp_path_factory):
+    data = tmp_path_factory.mktemp("hl") / "data"
+    gen = Server(
+        ["hl", "gen", "--out", str(data), "--coins", "24", "--block-ms", "100", "--blocks", "3000", "--seed", "5"],
+        r"snapshot at block",
+    )
+    server = Server(
+        [
+            "hl",
+            "--data-dir", str(data),
+            "--snapshot", str(data / "snapshot.json"),
+            "--meta", str(data / "meta.json"),
+            "--spot-meta", str(data / "spotMeta.json"),
+            "--listen", "127.0.0.1:0",
+        ],
+        r"http://127\.0\.0\.1:(\d+)/info",
+    )
+    server.port = int(server.match.group(1))
+    yield server
+    alive = server.proc.poll() is None
+    server.stop()
+    gen.stop()
+    assert alive, "ticktrade hl died during the tests:\n" + server.output()[-5000:]
+
+
+@pytest.fixture(scope="module")
+def info(hl_server):
+    client = Info(base_url=f"http://127.0.0.1:{hl_server.port}", skip_ws=False)
+    yield client
+    client.disconnect_websocket()
+
+
+def collect(info, subscription, want, timeout_s=30.0):
+    got = []
+    done = threading.Event()
+
+    def on_message(message):
+        got.append(message)
+        if len(got) >= want:
+            done.set()
+
+    sub_id = info.subscribe(subscription, on_message)
+    assert done.wait(timeout_s), f"only {len(got)} messages for {subscription}"
+    info.unsubscribe(subscription, sub_id)
+    return got
+
+
+def test_meta_and_spot_meta(info):
+    names = [asset["name"] for asset in info.meta()["universe"]]
+    assert "BTC" in names and "ETH" in names
+    assert all(isinstance(asset["szDecimals"], int) for asset in info.meta()["universe"])
+    assert "universe" in info.spot_meta() and "tokens" in info.spot_meta()
+
+
+def test_l2_snapshot(info):
+    snap = info.l2_snapshot("BTC")
+    assert snap["coin"] == "BTC"
+    bids, asks = snap["levels"]
+    assert bids and asks
+    bid_px = [Decimal(level["px"]) for level in bids]
+    ask_px = [Decimal(level["px"]) for level in asks]
+    assert bid_px == sorted(bid_px, reverse=True) and ask_px == sorted(ask_px)
+    assert bid_px[0] < ask_px[0]
+    assert all(level["n"] >= 1 and Decimal(level["sz"]) > 0 for level in bids + asks)
+
+
+def test_live_l2_book(info):
+    messages = collect(info, {"type": "l2Book", "coin": "BTC"}, want=3)
+    for message in messages:
+        assert message["channel"] == "l2Book"
+        data = message["data"]
+        assert data["coin"] == "BTC" and isinstance(data["time"], int)
+        bids, asks = data["levels"]
+        assert bids and asks and Decimal(bids[0]["px"]) < Decimal(asks[0]["px"])
+    times = [m["data"]["time"] for m in messages]
+    assert times == sorted(times)
+
+
+def test_live_l2_book_at_three_significant_figures(info):
+    messages = collect(info, {"type": "l2Book", "coin": "BTC", "nSigFigs": 3}, want=2)
+    for message in messages:
+        for side in message["data"]["levels"]:
+            for level in side:
+                digits = Decimal(level["px"]).normalize().as_tuple().digits
+                assert len(digits) <= 3, level
+
+
+def test_live_trades(info):
+    messages = collect(info, {"type": "trades", "coin": "BTC"}, want=2)
+    for message in messages:
+        assert message["channel"] == "trades"
+        for trade in message["data"]:
+            assert trade["coin"] == "BTC" and trade["side"] in ("A", "B")
+            assert Decimal(trade["px"]) > 0 and Decimal(trade["sz"]) > 0
+            assert len(trade["users"]) == 2
