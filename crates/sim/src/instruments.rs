@@ -36,7 +36,7 @@ fn instrument(name: &str, id: u32, base: &str, linear: bool, tick: &str, contrac
         quote_currency: quote.to_owned(),
         counter_currency: quote.to_owned(),
         settlement_currency: settlement.to_owned(),
-        settlement_period: "perpetual".to_owned(),
+        settlement_period: Some("perpetual".to_owned()),
         price_index: format!("{}_{}", base.to_ascii_lowercase(), quote.to_ascii_lowercase()),
         tick_size: Num(d(tick)),
         tick_size_steps: Vec::new(),
@@ -58,12 +58,31 @@ fn instrument(name: &str, id: u32, base: &str, linear: bool, tick: &str, contrac
     }
 }
 
-/// The default catalogue: BTC and ETH inverse perpetuals and a linear BTC perpetual.
+/// The default catalogue: BTC and ETH inverse perpetuals, a linear BTC perpetual, one BTC
+/// call option and the BTC/USDC spot pair (so clients see every `kind` they handle).
 pub fn default_instruments() -> Vec<(api::Instrument, Decimal)> {
+    let mut option = instrument("BTC-27DEC30-60000-C", 124_990, "BTC", false, "0.0005", "1", "0.1");
+    option.kind = "option".to_owned();
+    option.quote_currency = "BTC".to_owned();
+    option.settlement_period = Some("month".to_owned());
+    option.expiration_timestamp = 1_924_588_800_000;
+    option.strike = Some(Num(d("60000")));
+    option.option_type = Some("call".to_owned());
+    option.future_type = None;
+    option.max_leverage = None;
+    option.max_liquidation_commission = None;
+    let mut spot = instrument("BTC_USDC", 124_991, "BTC", true, "0.5", "0.0001", "0.0001");
+    spot.kind = "spot".to_owned();
+    spot.settlement_period = None;
+    spot.future_type = None;
+    spot.max_leverage = None;
+    spot.max_liquidation_commission = None;
     vec![
         (instrument("BTC-PERPETUAL", 124_972, "BTC", false, "0.5", "10", "10"), d("60000")),
         (instrument("ETH-PERPETUAL", 124_973, "ETH", false, "0.05", "1", "1"), d("3000")),
         (instrument("BTC_USDC-PERPETUAL", 178_140, "BTC", true, "0.5", "0.001", "0.001"), d("60000")),
+        (option, d("0.05")),
+        (spot, d("60000")),
     ]
 }
 

@@ -23,7 +23,9 @@ pub struct Instrument {
     pub quote_currency: String,
     pub counter_currency: String,
     pub settlement_currency: String,
-    pub settlement_period: String,
+    /// Absent for spot pairs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settlement_period: Option<String>,
     pub price_index: String,
     pub tick_size: Num,
     pub tick_size_steps: Vec<TickSizeStep>,

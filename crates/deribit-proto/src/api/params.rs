@@ -235,7 +235,9 @@ pub struct InstrumentIdParams {
 /// `public/get_instruments`, `public/get_book_summary_by_currency`, `get_account_summary`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CurrencyParams {
-    pub currency: String,
+    /// Required by most methods; `get_instruments` without it lists every currency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -61,6 +61,7 @@ pub const ENGINE_METHODS: &[&str] = &[
     "private/get_positions",
     "private/get_position",
     "private/get_account_summary",
+    "private/get_account_summaries",
     "private/get_user_trades_by_instrument",
     "private/get_user_trades_by_currency",
     "private/get_user_trades_by_order",
@@ -111,13 +112,14 @@ pub fn call(
             if p.expired == Some(true) {
                 return json(&Vec::<api::Instrument>::new());
             }
+            let currency = p.currency.as_deref().unwrap_or("any");
             let list: Vec<&api::Instrument> = venue
                 .instruments()
                 .map(|(_, info)| info)
                 .filter(|i| {
-                    p.currency.eq_ignore_ascii_case("any")
-                        || i.base_currency == p.currency
-                        || i.settlement_currency == p.currency
+                    currency.eq_ignore_ascii_case("any")
+                        || i.base_currency == currency
+                        || i.settlement_currency == currency
                 })
                 .filter(|i| p.kind.as_deref().is_none_or(|k| k == "any" || i.kind == k))
                 .collect();
@@ -161,9 +163,10 @@ pub fn call(
         }
         "public/get_book_summary_by_currency" => {
             let p: api::CurrencyParams = params(raw)?;
+            let currency = p.currency.ok_or_else(|| RpcError::invalid_param("currency", "must be present"))?;
             let list: Vec<api::BookSummary> = venue
                 .instruments()
-                .filter(|(_, i)| i.base_currency == p.currency || p.currency.eq_ignore_ascii_case("any"))
+                .filter(|(_, i)| i.base_currency == currency || currency.eq_ignore_ascii_case("any"))
                 .filter(|(_, i)| p.kind.as_deref().is_none_or(|k| i.kind == k))
                 .map(|(idx, _)| idx)
                 .collect::<Vec<_>>()
@@ -288,7 +291,23 @@ pub fn call(
         }
         "private/get_account_summary" => {
             let p: api::CurrencyParams = params(raw)?;
-            json(&venue.account_summary(acc()?, &p.currency, true))
+            let currency = p.currency.ok_or_else(|| RpcError::invalid_param("currency", "must be present"))?;
+            json(&venue.account_summary(acc()?, &currency, true))
+        }
+        "private/get_account_summaries" => {
+            let account = acc()?;
+            let mut currencies: Vec<String> = venue.instruments().map(|(_, i)| i.settlement_currency.clone()).collect();
+            currencies.sort_unstable();
+            currencies.dedup();
+            let summaries: Vec<api::AccountSummary> =
+                currencies.iter().map(|c| venue.account_summary(account, c, false)).collect();
+            let extended = venue.account_summary(account, "BTC", true).extended;
+            let mut result = serde_json::to_value(extended).unwrap_or_default();
+            if let Some(object) = result.as_object_mut() {
+                object.remove("limits");
+                object.insert("summaries".to_owned(), serde_json::to_value(summaries).unwrap_or_default());
+            }
+            json(&result)
         }
         "private/get_user_trades_by_instrument" | "private/get_user_trades_by_currency" => {
             let p: api::FilterParams = params(raw)?;

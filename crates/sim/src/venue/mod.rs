@@ -163,6 +163,17 @@ struct Account {
     /// Every order id of the account, oldest first (open and closed).
     orders: Vec<String>,
     trades: Vec<api::UserTrade>,
+    /// Balances by currency after fees; absent = the starting balance.
+    balances: HashMap<String, Decimal>,
+}
+
+/// What every account starts with (the simulator has no deposits).
+pub fn initial_balance(currency: &str) -> Decimal {
+    match currency.to_ascii_uppercase().as_str() {
+        "BTC" => Decimal::from_int(10),
+        "ETH" => Decimal::from_int(100),
+        _ => Decimal::from_int(1_000_000),
+    }
 }
 
 /// One instrument's live state.
@@ -284,6 +295,16 @@ impl Venue {
     /// Recent public trades, newest last.
     pub fn tape(&self, instr: usize) -> impl DoubleEndedIterator<Item = &api::PublicTrade> {
         self.instrs[instr].tape.iter()
+    }
+
+    /// The account's balance in `currency` (start balance minus fees paid).
+    pub fn balance(&self, account: AccountId, currency: &str) -> Decimal {
+        let currency = currency.to_ascii_uppercase();
+        self.accounts
+            .get(&account)
+            .and_then(|a| a.balances.get(&currency))
+            .copied()
+            .unwrap_or_else(|| initial_balance(&currency))
     }
 
     pub fn tape_len(&self, instr: usize) -> usize {

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use ticktrade_core::{NumberError, Price, Qty, Side, Utc};
+use ticktrade_core::{Decimal, NumberError, Price, Qty, Side, Utc};
 use ticktrade_deribit_proto::api::{self, Num};
 
 use super::book::{LevelChange, net_changes};
@@ -318,8 +318,18 @@ impl Venue {
             if is_synthetic(account) {
                 continue;
             }
-            let trade = self.render_user_trade(order, &public, liquidity);
-            self.account(account).trades.push(trade.clone());
+            let mut trade = self.render_user_trade(order, &public, liquidity);
+            let info = &self.instrs[instr].info;
+            let fee = super::render::fee_of(&self.instrs[instr].spec, info, price, qty, liquidity == "M");
+            let currency = info.settlement_currency.clone();
+            trade.fee = Num(fee);
+            let balance = self.balance(account, &currency);
+            let acc = self.account(account);
+            acc.balances.insert(
+                currency.to_ascii_uppercase(),
+                balance.checked_add(Decimal::ZERO.checked_add(fee).map_or(Decimal::ZERO, neg)).unwrap_or(balance),
+            );
+            acc.trades.push(trade.clone());
             batch.touch(account, order_id);
             if let Some(entry) = batch.touched.get_mut(&account) {
                 entry.1.push(trade);
@@ -622,4 +632,8 @@ impl Venue {
 
 fn is_synthetic(account: AccountId) -> bool {
     account == MAKER || account == TAKER
+}
+
+fn neg(value: Decimal) -> Decimal {
+    Decimal::new(-value.mantissa(), value.scale()).unwrap_or(Decimal::ZERO)
 }

@@ -44,6 +44,23 @@ fn average(spec: &InstrumentSpec, notional: i128, qty: i64) -> Num {
     Num(avg_ticks.checked_mul(spec.tick()).unwrap_or(Decimal::ZERO))
 }
 
+/// The fee of one fill in the settlement currency: commission × notional, where the notional
+/// of an inverse instrument is amount / price (truncated to 10 places) and of a linear one
+/// amount × price.
+pub fn fee_of(spec: &InstrumentSpec, info: &api::Instrument, price: Price, qty: Qty, maker: bool) -> Decimal {
+    let commission = if maker { info.maker_commission.0 } else { info.taker_commission.0 };
+    let amount = spec.qty_to_decimal(qty);
+    let price = spec.price_to_decimal(price);
+    let notional = match spec.settlement {
+        Settlement::Inverse if info.kind != "option" => div(amount, price, 10),
+        _ if info.kind == "option" => amount.checked_mul(price).unwrap_or(Decimal::ZERO),
+        _ => amount.checked_mul(price).unwrap_or(Decimal::ZERO),
+    };
+    let fee = notional.checked_mul(commission).unwrap_or(Decimal::ZERO);
+    // Keep 10 places, as Deribit reports fees (truncating keeps the arithmetic exact).
+    div(fee, Decimal::ONE, 10)
+}
+
 impl Venue {
     pub(super) fn render_order(&self, order: &OrderRec) -> api::Order {
         let spec = &self.instrs[order.instr].spec;
@@ -164,7 +181,7 @@ impl Venue {
             s if s > 0 => "buy",
             _ => "sell",
         };
-        let perpetual = state.info.settlement_period == "perpetual";
+        let perpetual = state.info.settlement_period.as_deref() == Some("perpetual");
         api::Position {
             instrument_name: spec.name.clone(),
             kind: state.info.kind.clone(),
@@ -197,7 +214,7 @@ impl Venue {
         let ask = state.book.best(Side::Sell);
         let index = price_num(spec, state.index);
         let band = (state.index.raw() / 20).max(1);
-        let perpetual = state.info.settlement_period == "perpetual";
+        let perpetual = state.info.settlement_period.as_deref() == Some("perpetual");
         let volume = spec.qty_to_decimal(state.volume);
         api::Ticker {
             instrument_name: spec.name.clone(),
@@ -280,11 +297,7 @@ impl Venue {
 
     /// `private/get_account_summary` / `user.portfolio.*`: fixed balances, no margin model.
     pub fn account_summary(&self, account: AccountId, currency: &str, extended: bool) -> api::AccountSummary {
-        let balance = Num(match currency.to_ascii_uppercase().as_str() {
-            "BTC" => Decimal::from_int(10),
-            "ETH" => Decimal::from_int(100),
-            _ => Decimal::from_int(1_000_000),
-        });
+        let balance = Num(self.balance(account, currency));
         let limits = serde_json::json!({
             "limits_per_currency": false,
             "non_matching_engine": {"burst": 100, "rate": 20},
