@@ -14,6 +14,7 @@
 //! - `join`: the by-height join of the three streams (pure).
 //! - `follow`: hourly-file followers (I/O).
 //! - `synth`: the deterministic synthetic node (model pure, writer I/O).
+//! - `verify`: books rebuilt from files against a snapshot of the same height.
 //! - `info_client`: the start-up POST to the node's info server (I/O).
 //! - `server`: the engine thread, subscriptions and per-client queues, `/ws` and `/info` (I/O).
 
@@ -25,3 +26,4 @@ pub mod join;
 pub mod l2;
 pub mod server;
 pub mod synth;
+pub mod verify;

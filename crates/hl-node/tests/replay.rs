@@ -111,3 +111,26 @@ fn a_truncated_line_is_reported_and_only_its_coins_go_stale() {
         "{reports:?}"
     );
 }
+
+#[test]
+fn verify_agrees_with_a_later_snapshot_and_finds_a_difference() {
+    use ticktrade_hl_node::server::engine::{Engine, EngineConfig};
+    use ticktrade_hl_proto::snapshot::Snapshot;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut generator = generator(20, 300);
+    let books = books_from(&generator);
+    let mut writer = GenWriter::new(tmp.path());
+    write_blocks(&mut generator, &mut writer, 10);
+    let later = generator.snapshot_json();
+    let stop = generator.height();
+    write_blocks(&mut generator, &mut writer, 5);
+    let config = EngineConfig { stop_after: Some(stop), ..EngineConfig::default() };
+    let height = books.height();
+    let mut engine = Engine::new(config, books, followers(tmp.path(), height));
+    engine.poll_files();
+    let snapshot = Snapshot::parse(later.as_bytes()).unwrap();
+    assert_eq!(ticktrade_hl_node::verify::compare(engine.books(), &snapshot, 10), Vec::<String>::new());
+    let tampered = later.replacen("\"sz\":\"", "\"sz\":\"9", 1);
+    let snapshot = Snapshot::parse(tampered.as_bytes()).unwrap();
+    assert_eq!(ticktrade_hl_node::verify::compare(engine.books(), &snapshot, 10).len(), 1);
+}

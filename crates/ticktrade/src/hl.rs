@@ -10,6 +10,7 @@ use std::process::ExitCode;
 mod r#gen;
 mod serve;
 mod stats;
+mod verify;
 
 #[derive(clap::Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -29,6 +30,9 @@ enum Command {
     Gen(r#gen::Args),
     /// Subscribe like a client and print book/trade latency percentiles.
     Stats(stats::Args),
+    /// Consistency check (explicit, never automatic): replay the files from one snapshot up to a
+    /// second one's height and compare order by order.
+    Verify(verify::Args),
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -37,5 +41,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(Command::Serve(args)) => serve::run(*args),
         Some(Command::Gen(args)) => r#gen::run(args),
         Some(Command::Stats(args)) => stats::run(args),
+        Some(Command::Verify(args)) => verify::run(args),
     }
 }

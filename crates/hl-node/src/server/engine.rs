@@ -43,11 +43,13 @@ pub struct EngineConfig {
     pub raw: bool,
     /// Polling fallback interval when no file notification arrives.
     pub poll: Duration,
+    /// Apply no block above this height (`ticktrade hl verify` stops at the second snapshot).
+    pub stop_after: Option<u64>,
 }
 
 impl Default for EngineConfig {
     fn default() -> EngineConfig {
-        EngineConfig { coins: None, raw: false, poll: Duration::from_millis(100) }
+        EngineConfig { coins: None, raw: false, poll: Duration::from_millis(100), stop_after: None }
     }
 }
 
@@ -80,6 +82,8 @@ pub enum EngineMsg {
 pub struct EngineStats {
     /// Nanoseconds from "both lines of a block are in memory" to "all frames queued".
     pub block_ns: Vec<u64>,
+    /// Per block: nanoseconds spent decoding, applying, and computing + queueing frames.
+    pub phase_ns: Vec<[u64; 3]>,
     /// Height of the last applied block.
     pub height: u64,
     /// Malformed input and apply errors, `file:line: what`.
@@ -252,6 +256,9 @@ impl Engine {
             }
             return;
         };
+        if self.config.stop_after.is_some_and(|stop| height > stop) {
+            return;
+        }
         match line.stream {
             Stream::Fills => self.on_fills(height, &line),
             _ => {
@@ -338,7 +345,9 @@ impl Engine {
                 self.books.mark_stale(id);
             }
         }
+        let decoded = Instant::now();
         let outcome = self.books.apply_block(height, time, &statuses, &diffs);
+        let applied = Instant::now();
         for (_, err) in &outcome.errors {
             self.report(format!("{}: {err}; coin stale until the next snapshot", diffs_line.origin));
         }
@@ -349,7 +358,11 @@ impl Engine {
         if let Ok(mut stats) = self.stats.lock() {
             stats.height = height;
             if self.record_timings {
-                stats.block_ns.push(started.elapsed().as_nanos() as u64);
+                let done = Instant::now();
+                stats.block_ns.push(done.duration_since(started).as_nanos() as u64);
+                let phases =
+                    [decoded.duration_since(started), applied.duration_since(decoded), done.duration_since(applied)];
+                stats.phase_ns.push(phases.map(|d| d.as_nanos() as u64));
             }
         }
     }

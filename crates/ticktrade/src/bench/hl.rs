@@ -140,6 +140,7 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
     }
     let stats = engine.stats();
     let mut ticktrade = Histogram::new();
+    let phases: [u64; 3];
     {
         let stats = stats.lock().map_err(|_| anyhow::anyhow!("stats poisoned"))?;
         anyhow::ensure!(
@@ -150,6 +151,10 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
         for &ns in stats.block_ns.iter().skip(warmup as usize) {
             ticktrade.record(ns);
         }
+        let n = stats.phase_ns.len().saturating_sub(warmup as usize).max(1) as u64;
+        let sum =
+            stats.phase_ns.iter().skip(warmup as usize).fold([0u64; 3], |a, p| [a[0] + p[0], a[1] + p[1], a[2] + p[2]]);
+        phases = sum.map(|s| s / n);
     }
     // 2. The baseline on the same lines.
     let mut base = Histogram::new();
@@ -176,6 +181,8 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
         let mut out = String::new();
         write_table(&mut out, &series)?;
         print!("{out}");
+        let [d, a, p] = phases.map(ticktrade_latency::Human);
+        println!("ticktrade per block, mean: decode {d}, apply {a}, L2 + encode + queue {p}");
         println!(
             "{} coins, {} l2Book subscriptions; per block: {:.0} statuses, {:.0} diffs, {:.0} l2Book frames (ticktrade) vs {} (baseline); e2e: {} blocks every {} ms, {} frames",
             args.coins,

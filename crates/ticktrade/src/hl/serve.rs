@@ -153,6 +153,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         coins: args.coins.clone().map(|c| c.into_iter().collect::<HashSet<_>>()),
         raw: args.raw,
         poll: Duration::from_millis(args.poll_ms.max(1)),
+        stop_after: None,
     };
     let engine = Engine::new(config, start_state.books, followers);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
