@@ -25,6 +25,10 @@ use crate::order::{
 };
 use crate::reject::Reject;
 
+/// Largest order size (lots) and price (ticks) accepted: keeps every sum the engine and the
+/// book form (level totals, volumes, notionals) far from `i64` overflow.
+pub const MAX_UNITS: i64 = 1_000_000_000_000;
+
 /// What happens when an order would trade against a resting order of the same account.
 ///
 /// Deribit's account setting `self_trading_reject_mode` offers `cancel_maker` and
@@ -299,6 +303,9 @@ impl Exchange {
         if qty < spec.min_qty() {
             return Err(Reject::QTY_TOO_LOW);
         }
+        if qty.raw() > MAX_UNITS {
+            return Err(Reject::INVALID_AMOUNT);
+        }
         Ok(qty)
     }
 
@@ -307,7 +314,7 @@ impl Exchange {
             NumberError::OffGrid => wrong_tick,
             _ => Reject::INVALID_PRICE,
         })?;
-        if !inst.spec.kind.is_combo() && !price.is_positive() {
+        if (!inst.spec.kind.is_combo() && !price.is_positive()) || price.raw().abs() > MAX_UNITS {
             return Err(Reject::INVALID_PRICE);
         }
         Ok(price)
@@ -372,7 +379,7 @@ impl Exchange {
                 (Some(tp), _) => Exchange::parse_price(inst, tp, Reject::TRIGGER_PRICE_WRONG_TICK)?,
                 (None, Some(offset)) => {
                     let peak = (reference / inst.tick_f64).round() as i64;
-                    Price::from_raw(peak - p.side.sign() * -offset)
+                    Price::from_raw(peak.saturating_add(p.side.sign() * offset))
                 }
                 (None, None) => return Err(Reject::invalid_params("trigger_price")),
             };

@@ -190,6 +190,9 @@ fn validation_uses_deribits_codes() {
     check(&mut env, PlaceParams::limit(perp, Side::Buy, d("10"), d("50000.25")), 10043);
     check(&mut env, PlaceParams::limit(perp, Side::Buy, d("15"), d("50000")), 10027);
     check(&mut env, PlaceParams::limit(perp, Side::Buy, d("0"), d("50000")), 10021);
+    check(&mut env, PlaceParams::limit(perp, Side::Buy, d("100000000000000"), d("50000")), 10021);
+    check(&mut env, PlaceParams::limit(perp, Side::Buy, d("10"), d("-5")), 10023);
+    check(&mut env, PlaceParams::limit(perp, Side::Buy, d("10"), d("1000000000000000")), 10023);
     check(&mut env, PlaceParams::limit(InstrumentId(9_999), Side::Buy, d("10"), d("50000")), 10020);
     let both = PlaceParams {
         size: Size { amount: Some(d("20")), contracts: Some(d("3")) },
