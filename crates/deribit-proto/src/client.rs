@@ -4,7 +4,7 @@
 //! flattens `Ticker`, and serde's `flatten` cannot carry `Num`'s raw-number decoding).
 //! Must not: encode anything (the simulator's side stays in `api`).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::api::Num;
 
@@ -17,6 +17,15 @@ pub struct BookLevels {
     pub change_id: i64,
     pub bids: Vec<(Num, Num)>,
     pub asks: Vec<(Num, Num)>,
+}
+
+/// Params of the client's currency-scoped queries (`get_instruments`, `get_positions`,
+/// `get_account_summary`): `currency` always sent (`any` for all).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CurrencyQuery {
+    pub currency: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 #[cfg(test)]

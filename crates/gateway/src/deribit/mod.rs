@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use ticktrade_core::Side;
 use ticktrade_deribit_proto::api::{self, Num};
-use ticktrade_deribit_proto::client::BookLevels;
+use ticktrade_deribit_proto::client::{BookLevels, CurrencyQuery};
 use ticktrade_deribit_proto::instrument::parse_instrument;
 pub use ticktrade_deribit_proto::signature::Secret;
 use ticktrade_net::ConnectOptions;
@@ -248,10 +248,9 @@ impl Venue for Deribit {
     }
 
     async fn instruments(&self, currency: Option<&str>, kind: Option<&str>) -> Result<Vec<InstrumentInfo>, VenueError> {
-        let params = api::CurrencyParams {
+        let params = CurrencyQuery {
             currency: currency.map(str::to_uppercase).unwrap_or_else(|| "any".into()),
             kind: kind.map(str::to_owned),
-            ..Default::default()
         };
         let answer = self.inner.call_raw("public/get_instruments", &params, Gate::Ready).await?;
         let raws: Vec<Box<serde_json::value::RawValue>> = serde_json::from_str(&answer.result)
@@ -401,7 +400,7 @@ impl Venue for Deribit {
             Filter::Instrument(i) => currency_of(i),
             Filter::All => "any".into(),
         };
-        let params = api::CurrencyParams { currency, ..Default::default() };
+        let params = CurrencyQuery { currency, kind: None };
         let (positions, _): (Vec<api::Position>, _) =
             self.inner.call("private/get_positions", &params, Gate::Ready).await?;
         let views: Vec<PositionView> = positions
@@ -426,7 +425,7 @@ impl Venue for Deribit {
         };
         let mut out = Vec::new();
         for currency in currencies {
-            let params = api::CurrencyParams { currency, ..Default::default() };
+            let params = CurrencyQuery { currency, kind: None };
             let (summary, _): (api::AccountSummary, _) =
                 self.inner.call("private/get_account_summary", &params, Gate::Ready).await?;
             out.push(convert::balance(summary));

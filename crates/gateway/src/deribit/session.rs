@@ -16,6 +16,7 @@ use futures_util::StreamExt;
 use futures_util::stream::SplitStream;
 use serde::de::DeserializeOwned;
 use ticktrade_deribit_proto::api;
+use ticktrade_deribit_proto::client::CurrencyQuery;
 use ticktrade_deribit_proto::envelope::{Heartbeat, Id, Incoming, classify};
 use ticktrade_deribit_proto::error::code;
 use ticktrade_deribit_proto::signature::{Secret, client_signature};
@@ -362,7 +363,7 @@ impl Inner {
             }
             self.emit(VenueEvent::Order(view));
         }
-        let params = api::CurrencyParams { currency: "any".into(), ..Default::default() };
+        let params = CurrencyQuery { currency: "any".into(), kind: None };
         let (positions, _): (Vec<api::Position>, _) = self.call("private/get_positions", &params, Gate::Setup).await?;
         if let Ok(mut oms) = self.oms.lock() {
             oms.reset_positions(positions.into_iter().map(convert::position));

@@ -1,0 +1,131 @@
+//! `ticktrade trade`: the trading shell on the embedded simulator (default), Deribit testnet,
+//! production, or any Deribit-compatible endpoint (`--url`), and `ticktrade` with no
+//! subcommand (the embedded simulator plus the shell).
+//!
+//! Owns: the command line, choosing the venue, loading credentials (environment or a
+//! private config file; never the command line), and picking the front end (terminal,
+//! script, `--json`).
+//! Must not: hold shell or protocol logic (that is `ticktrade_gateway::shell` and
+//! `ticktrade_gateway::deribit`), or print a secret.
+
+mod credentials;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use ticktrade_gateway::deribit::{AuthMethod, Deribit, DeribitConfig, PRODUCTION_URL, TESTNET_URL};
+use ticktrade_gateway::shell::{Shell, tty};
+use ticktrade_gateway::venue::Venue;
+
+/// Which venue to trade on.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VenueKind {
+    /// The embedded simulator, started inside this process.
+    Sim,
+    DeribitTestnet,
+    Deribit,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Venue (ignored when --url is given).
+    #[arg(long, value_enum, default_value = "sim")]
+    venue: VenueKind,
+    /// Any Deribit-compatible WebSocket endpoint, e.g. ws://127.0.0.1:8080/ws/api/v2.
+    #[arg(long)]
+    url: Option<String>,
+    /// One JSON object per result (for scripts).
+    #[arg(long)]
+    json: bool,
+    /// Credentials file (`client_id = …`, `client_secret = …`); must not be readable by
+    /// others. Default: $DERIBIT_CLIENT_ID / $DERIBIT_CLIENT_SECRET.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Keep orders alive when the connection drops (cancel-on-disconnect is on by default).
+    #[arg(long)]
+    no_cancel_on_disconnect: bool,
+    /// Authenticate with client_credentials instead of an HMAC client_signature.
+    #[arg(long)]
+    client_credentials: bool,
+    /// Heartbeat interval in seconds (Deribit's minimum is 10).
+    #[arg(long, default_value_t = 10)]
+    heartbeat: u64,
+}
+
+/// `ticktrade` with no subcommand: the embedded simulator and the shell on it.
+pub fn run_default() -> anyhow::Result<ExitCode> {
+    run(Args {
+        venue: VenueKind::Sim,
+        url: None,
+        json: false,
+        config: None,
+        no_cancel_on_disconnect: false,
+        client_credentials: false,
+        heartbeat: 10,
+    })
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    runtime.block_on(session(args))
+}
+
+/// A local endpoint (a separately started `ticktrade sim`), where the simulator's built-in
+/// key is the default.
+fn is_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    ["127.", "localhost:", "localhost/", "[::1]"].iter().any(|p| rest.starts_with(p))
+}
+
+async fn session(args: Args) -> anyhow::Result<ExitCode> {
+    let mut sim = None;
+    let (url, credentials) = match (&args.url, args.venue) {
+        (Some(url), _) => {
+            let creds = credentials::load(args.config.as_deref())?
+                .or_else(|| is_loopback(url).then(credentials::simulator_default));
+            (url.clone(), creds)
+        }
+        (None, VenueKind::Sim) => {
+            let handle = ticktrade_sim::spawn_loopback(ticktrade_sim::SimConfig::default())
+                .await
+                .context("starting the embedded simulator")?;
+            let url = handle.ws_url();
+            sim = Some(handle);
+            (url, Some(credentials::simulator_default()))
+        }
+        (None, VenueKind::DeribitTestnet) => (TESTNET_URL.to_owned(), credentials::load(args.config.as_deref())?),
+        (None, VenueKind::Deribit) => (PRODUCTION_URL.to_owned(), credentials::load(args.config.as_deref())?),
+    };
+    let mut config = DeribitConfig::new(url.clone());
+    config.credentials = credentials;
+    config.cancel_on_disconnect = !args.no_cancel_on_disconnect;
+    config.heartbeat_s = args.heartbeat.max(1);
+    config.request_timeout = Duration::from_secs(10);
+    if args.client_credentials {
+        config.auth_method = AuthMethod::ClientCredentials;
+    }
+    let venue = Deribit::new(config);
+    venue.connect().await.with_context(|| format!("connecting to {url}"))?;
+    let mut shell = Shell::new(venue);
+    // Completion and local validation want the instrument list; trading works without it.
+    let _ = shell.load_instruments().await;
+    let failures = if std::io::stdin().is_terminal() && !args.json {
+        tty::run_interactive(&mut shell).await?
+    } else {
+        let stdin = std::io::stdin();
+        let mut stdout = std::io::stdout();
+        shell.run_script(stdin.lock(), &mut stdout, args.json).await.context("writing results")?
+    };
+    let _ = shell.venue().logout().await;
+    if let Some(sim) = sim {
+        sim.shutdown().await;
+    }
+    Ok(if failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
