@@ -12,35 +12,12 @@ use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use ticktrade_core::Utc;
+use ticktrade_deribit_proto::signature;
 
 use crate::venue::{AccountId, Rng};
 use crate::wire::RpcError;
 
-/// A secret string that never prints.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(text: impl Into<String>) -> Secret {
-        Secret(text.into())
-    }
-    /// The secret itself, for signing only.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("***")
-    }
-}
-
-impl std::fmt::Display for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("***")
-    }
-}
+pub use ticktrade_deribit_proto::signature::Secret;
 
 /// One API key: client id, secret, the account it trades for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,7 +43,7 @@ impl ApiKey {
     }
 }
 
-/// `hex(HMAC-SHA256(secret, msg))`.
+/// `hex(HMAC-SHA256(secret, msg))` for an already joined string (tests, tools).
 pub fn sign(secret: &Secret, msg: &str) -> String {
     let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.expose().as_bytes()) else { return String::new() };
     mac.update(msg.as_bytes());
@@ -262,8 +239,9 @@ impl Tokens {
                 let nonce = params.nonce.as_deref().unwrap_or("");
                 let data = params.data.as_deref().unwrap_or("");
                 let (account, key) = self.key(id).ok_or_else(|| RpcError::new(13004, "invalid_credentials"))?;
-                let expected = sign(&key.client_secret, &format!("{timestamp}\n{nonce}\n{data}"));
-                if !expected.eq_ignore_ascii_case(signature) {
+                let valid = u64::try_from(timestamp)
+                    .is_ok_and(|ts| signature::verify_client_signature(&key.client_secret, ts, nonce, data, signature));
+                if !valid {
                     return Err(RpcError::with_data(
                         13009,
                         "unauthorized",
@@ -358,9 +336,10 @@ impl Tokens {
                 let sig = fields.get("sig").copied().ok_or_else(RpcError::unauthorized)?;
                 let nonce = fields.get("nonce").copied().unwrap_or("");
                 let (account, key) = self.key(id).ok_or_else(|| RpcError::new(13004, "invalid_credentials"))?;
-                let request_data = format!("{}\n{}\n{}\n", http_method.to_ascii_uppercase(), uri, body);
-                let expected = sign(&key.client_secret, &format!("{ts}\n{nonce}\n{request_data}"));
-                if !expected.eq_ignore_ascii_case(sig) {
+                let expected = u64::try_from(ts)
+                    .map(|ts| signature::http_signature(&key.client_secret, ts, nonce, http_method, uri, body))
+                    .unwrap_or_default();
+                if expected.is_empty() || !expected.eq_ignore_ascii_case(sig) {
                     return Err(RpcError::with_data(
                         13009,
                         "unauthorized",
