@@ -119,6 +119,8 @@ pub(crate) struct Market {
     pub recent: VecDeque<PublicTrade>,
     pub candles: VecDeque<Candle>,
     pub last_update: Utc,
+    /// Expired and settled: no more orders.
+    pub settled: bool,
 }
 
 /// Scratch space reused across requests (never shrinks).
@@ -148,6 +150,8 @@ pub struct Exchange {
     pub(crate) next_trade_id: u64,
     pub(crate) user_trades: VecDeque<UserTrade>,
     pub(crate) gtd: Vec<(Utc, u64)>,
+    /// The earliest expiry of an instrument not yet settled.
+    pub(crate) next_expiry: Option<Utc>,
     pub(crate) scratch: Scratch,
 }
 
@@ -174,6 +178,7 @@ impl Exchange {
                 recent: VecDeque::new(),
                 candles: VecDeque::new(),
                 last_update: Utc(0),
+                settled: false,
             })
             .collect();
         Exchange {
@@ -187,6 +192,7 @@ impl Exchange {
             next_trade_id: 2_696_083,
             user_trades: VecDeque::new(),
             gtd: Vec::new(),
+            next_expiry: catalogue.iter().filter_map(|i| i.expiration_timestamp).min(),
             scratch: Scratch::default(),
             catalogue,
             config,
@@ -339,7 +345,10 @@ impl Exchange {
             return Err(Reject::TIMED_OUT);
         }
         let inst = self.instrument(p.instrument)?;
-        if !inst.is_active || inst.expiration_timestamp.is_some_and(|t| now >= t) {
+        if !inst.is_active
+            || inst.expiration_timestamp.is_some_and(|t| now >= t)
+            || self.markets[p.instrument.0 as usize].settled
+        {
             return Err(Reject::BOOK_CLOSED);
         }
         let mut qty = Exchange::size_to_qty(inst, p.size)?;

@@ -16,9 +16,9 @@
 //! ```
 //!
 //! Not modelled (yet): price bands (`10005`–`10007`), iceberg `display_amount`, linked
-//! orders (OTO/OCO), `advanced` usd/implv option orders, MMP, combo instruments, expiry
-//! settlement and perpetual funding. Dated instruments stop accepting orders at expiry
-//! (`10012 book_closed`).
+//! orders (OTO/OCO), `advanced` usd/implv option orders, MMP, combo instruments, perpetual
+//! funding and daily settlement. At expiry a dated instrument cancels its orders, settles
+//! positions at the mark price and answers `10012 book_closed` (`Exchange::advance`).
 //!
 //! # Layout
 //! - `catalogue`: `Instrument`, `Catalogue` (built-in Deribit-like, or from parsed specs).

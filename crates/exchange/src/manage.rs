@@ -21,6 +21,9 @@ impl Exchange {
     /// Expires good-til-day orders whose session ended. Called by `handle`; a server's timer
     /// may call it too (events go to `out`).
     pub fn advance(&mut self, now: Utc, out: &mut Vec<Event>) {
+        if self.next_expiry.is_some_and(|t| now >= t) {
+            self.settle_expired(now, out);
+        }
         if self.gtd.is_empty() || !self.gtd.iter().any(|&(t, _)| now >= t) {
             return;
         }
@@ -38,6 +41,61 @@ impl Exchange {
             self.cancel_resting(now, id, CancelReason::GoodTilDay, out);
         }
         self.scratch.ids = ids;
+        self.flush(now, out);
+    }
+
+    /// Expiry: instruments whose expiration passed cancel their live orders (reason
+    /// `expired`), settle every position at the mark price into the balance, and close
+    /// their book (`10012 book_closed` afterwards).
+    fn settle_expired(&mut self, now: Utc, out: &mut Vec<Event>) {
+        let mut ids = std::mem::take(&mut self.scratch.ids);
+        for i in 0..self.markets.len() {
+            let instrument = InstrumentId(i as u32);
+            let Some(inst) = self.catalogue.get(instrument) else { continue };
+            if self.markets[i].settled || inst.expiration_timestamp.is_none_or(|t| now < t) {
+                continue;
+            }
+            self.markets[i].settled = true;
+            ids.clear();
+            ids.extend(self.orders.values().filter(|o| o.instrument == instrument).map(|o| o.id));
+            ids.sort_unstable();
+            for &id in &ids {
+                self.cancel_resting(now, id, CancelReason::Expired, out);
+            }
+            let price = self.mark_price(instrument);
+            let Some(inst) = self.catalogue.get(instrument) else { continue };
+            let mut accounts: Vec<_> = self.accounts.keys().copied().collect();
+            accounts.sort_unstable();
+            for account in accounts {
+                let Some(acc) = self.accounts.get_mut(&account) else { continue };
+                let Some(pos) = acc.positions.get_mut(&instrument.0) else { continue };
+                if pos.size == 0 {
+                    continue;
+                }
+                let pnl = pos.floating_pnl(inst, price);
+                pos.realized_pnl += pnl;
+                pos.size = 0;
+                pos.average_price = 0.0;
+                let bal = acc.balance_mut(inst.settlement_currency);
+                bal.balance += pnl;
+                bal.session_rpl += pnl;
+                out.push(Event::Position { account, instrument });
+                let key = (account, inst.settlement_currency);
+                if !self.scratch.portfolios.contains(&key) {
+                    self.scratch.portfolios.push(key);
+                }
+            }
+            self.markets[i].open_interest = 0;
+            self.note_ticker(instrument);
+        }
+        self.scratch.ids = ids;
+        let markets = &self.markets;
+        self.next_expiry = self
+            .catalogue
+            .iter()
+            .filter(|i| !markets[i.spec.id.0 as usize].settled)
+            .filter_map(|i| i.expiration_timestamp)
+            .min();
         self.flush(now, out);
     }
 

@@ -418,3 +418,35 @@ fn spot_moves_balances_and_queries_see_history() {
     assert_eq!(candles.len(), 1);
     assert_eq!(candles[0].volume, Qty::from_raw(5_000));
 }
+
+#[test]
+fn expiry_cancels_orders_and_settles_positions_at_the_mark() {
+    let mut env = Env::new();
+    let fut = env.ex.catalogue().lookup("BTC-9JAN26").unwrap();
+    let expiry = env.ex.catalogue().get(fut).unwrap().expiration_timestamp.unwrap();
+    let btc = env.ex.catalogue().currency("BTC").unwrap();
+    env.place(A, PlaceParams::limit(fut, Side::Sell, d("10000"), d("50000"))).unwrap();
+    env.place(B, PlaceParams::limit(fut, Side::Buy, d("10000"), d("50000"))).unwrap();
+    let resting = env.place(B, PlaceParams::limit(fut, Side::Buy, d("10"), d("40000"))).unwrap();
+    env.ex.set_mark(T0, fut, d("100000"), &mut env.out);
+    let before = env.ex.account_summary(B, btc).balance;
+    env.out.clear();
+    env.ex.advance(Utc(expiry.0 - 1), &mut env.out); // Earlier option expiries settle here.
+    assert_eq!(env.ex.order(resting.id).unwrap().state, OrderState::Open);
+    env.ex.advance(expiry, &mut env.out);
+    let cancelled = env.ex.order(resting.id).unwrap();
+    assert_eq!(
+        (cancelled.state, cancelled.cancel_reason),
+        (OrderState::Cancelled, Some(ticktrade_exchange::CancelReason::Expired))
+    );
+    assert_eq!(env.ex.position(B, fut).size, 0);
+    // Long 10 000 USD from 50 000 settled at 100 000: +0.1 BTC.
+    assert!((env.ex.account_summary(B, btc).balance - before - 0.1).abs() < 1e-12);
+    assert!((env.ex.account_summary(A, btc).session_rpl + 0.1).abs() < 1e-12);
+    assert_eq!(env.ex.ticker(fut).unwrap().open_interest, 0);
+    assert!(env.out.iter().any(|e| matches!(e, Event::Position { account, .. } if *account == B)));
+    env.out.clear();
+    let err =
+        env.ex.handle(expiry, B, Request::Place(PlaceParams::limit(fut, Side::Buy, d("10"), d("40000"))), &mut env.out);
+    assert_eq!(err.unwrap_err(), Reject::BOOK_CLOSED);
+}
