@@ -383,11 +383,20 @@ impl Ladder {
             if w == w1 {
                 m &= u64::MAX >> (63 - (i1 & 63));
             }
-            count += m.count_ones();
-            while m != 0 {
-                let b = m.trailing_zeros() as usize;
-                m &= m - 1;
-                qty += self.qty[(w << 6) + b];
+            let ones = m.count_ones();
+            count += ones;
+            if ones >= 16 {
+                // Crowded word: absent levels hold 0, so summing the whole masked span (which
+                // vectorises) equals summing the set bits, and beats 16+ dependent bit steps.
+                let lo = if w == w0 { i0 } else { w << 6 };
+                let hi = if w == w1 { i1 } else { (w << 6) + 63 };
+                qty += self.qty[lo..=hi].iter().sum::<i64>();
+            } else {
+                while m != 0 {
+                    let b = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    qty += self.qty[(w << 6) + b];
+                }
             }
         }
         (qty, count)
@@ -594,6 +603,21 @@ mod tests {
         assert_eq!(bids.sum_range(4, 199), (4, 2));
         assert_eq!(bids.sum_range(201, 999), (0, 0));
         assert_eq!(bids.sum_range(5, 4), (0, 0));
+    }
+
+    #[test]
+    fn sum_range_on_crowded_and_sparse_words() {
+        let mut l = Ladder::new(true);
+        let prices: Vec<i64> = (1000..1200).filter(|p| p % 7 != 3).chain((1300..1600).step_by(9)).collect();
+        for &p in &prices {
+            l.set(p, p * 3);
+        }
+        for lo in (990..1610).step_by(13) {
+            for hi in (lo..1620).step_by(17) {
+                let want: Vec<i64> = prices.iter().copied().filter(|p| (lo..=hi).contains(p)).collect();
+                assert_eq!(l.sum_range(lo, hi), (want.iter().map(|p| p * 3).sum(), want.len() as u32), "{lo}..={hi}");
+            }
+        }
     }
 
     #[test]
