@@ -13,6 +13,8 @@ mod book;
 mod orders;
 mod render;
 mod synth;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{HashMap, VecDeque};
 
