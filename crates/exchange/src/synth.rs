@@ -343,6 +343,12 @@ impl SynthMarket {
 
     /// Brings the maker's ladders to `levels` per side around the fair price.
     fn rebalance(&mut self, exchange: &mut Exchange, now: Utc, q: usize, out: &mut Vec<Event>, stats: &mut StepStats) {
+        if self.quoted[q].expiry.is_some_and(|t| now >= t) {
+            // Expired: the exchange cancelled the quotes at settlement.
+            self.quoted[q].bids.clear();
+            self.quoted[q].asks.clear();
+            return;
+        }
         self.forget_filled(exchange, q);
         let top_of = |quoted: &Quoted, side: Side| {
             let spread = if quoted.kind == InstrumentKind::Option { (quoted.fair_ticks / 50).max(1) } else { 1 };
