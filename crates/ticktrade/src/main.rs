@@ -9,6 +9,7 @@ mod bench;
 mod hl;
 mod replay;
 mod sim;
+mod trade;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -23,6 +24,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// The trading shell on a Deribit-compatible venue (the embedded simulator by default).
+    Trade(trade::Args),
     /// Rebuild every book from a recorded Deribit WebSocket session and print them.
     Replay(replay::Args),
     /// Benchmarks: ticktrade beside a baseline measured in the same run.
@@ -40,7 +43,8 @@ fn main() -> std::process::ExitCode {
         Some(Command::Bench(args)) => bench::run(args),
         Some(Command::Hl(args)) => hl::run(args),
         Some(Command::Sim(args)) => sim::run(args),
-        None => replay::run_demo(),
+        Some(Command::Trade(args)) => trade::run(args),
+        None => trade::run_default(),
     };
     match result {
         Ok(code) => code,

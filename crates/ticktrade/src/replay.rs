@@ -27,7 +27,7 @@ use anyhow::Context;
 
 use books::Replay;
 
-/// The demo recording `ticktrade` replays when started without a subcommand.
+/// The demo recording `ticktrade replay --demo` replays (bundled in the binary).
 const DEMO_NAME: &str = "DERIBIT-5dd9ce.0__2021-04-05.frames.jsonl";
 const DEMO: &[u8] =
     include_bytes!("../../../testdata/deribit/market_data/cryptofeed/DERIBIT-5dd9ce.0__2021-04-05.frames.jsonl");
@@ -41,7 +41,11 @@ const EXIT_BAD_LINES: u8 = 2;
 )]
 pub struct Args {
     /// A recorded Deribit WebSocket session: cryptofeed's text recording or a `*.frames.jsonl`.
-    file: PathBuf,
+    #[arg(required_unless_present = "demo")]
+    file: Option<PathBuf>,
+    /// Replay the bundled demo recording of a real Deribit session instead of a file.
+    #[arg(long, conflicts_with = "file")]
+    demo: bool,
     /// Levels to print per side, best first.
     #[arg(long, default_value_t = 10, value_name = "N")]
     depth: usize,
@@ -56,19 +60,19 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let data = std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
     let instruments = args.instruments.as_deref();
-    replay(&data, &args.file.display().to_string(), instruments, args.depth, args.json, &mut std::io::stdout().lock())
-}
-
-/// What `ticktrade` with no subcommand does until the trading shell exists.
-pub fn run_demo() -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(
-        out,
-        "ticktrade: demo replay of a recorded Deribit session ({DEMO_NAME}, bundled); see `ticktrade --help` for the commands.\n"
-    );
-    replay(DEMO, DEMO_NAME, None, 10, false, &mut out)
+    let Some(file) = args.file.filter(|_| !args.demo) else {
+        if !args.json {
+            let _ = writeln!(
+                out,
+                "ticktrade: demo replay of a recorded Deribit session ({DEMO_NAME}, bundled); see `ticktrade --help` for the commands.\n"
+            );
+        }
+        return replay(DEMO, DEMO_NAME, instruments, args.depth, args.json, &mut out);
+    };
+    let data = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    replay(&data, &file.display().to_string(), instruments, args.depth, args.json, &mut out)
 }
 
 fn replay(

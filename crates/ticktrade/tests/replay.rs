@@ -157,7 +157,7 @@ fn tables_depth_and_demo() {
         assert!(block.lines().count() <= 4, "{block}");
     }
 
-    let demo = ticktrade(&[]);
+    let demo = ticktrade(&["replay", "--demo"]);
     assert!(demo.status.success());
     let demo = String::from_utf8(demo.stdout).unwrap();
     let first = demo.lines().next().unwrap();
