@@ -116,8 +116,10 @@ async fn session(args: Args) -> anyhow::Result<ExitCode> {
     let mut shell = Shell::new(venue);
     // Completion and local validation want the instrument list; trading works without it.
     let _ = shell.load_instruments().await;
+    // A person at a terminal sees each error as it happens; only scripts get a failing status.
     let failures = if std::io::stdin().is_terminal() && !args.json {
-        tty::run_interactive(&mut shell).await?
+        tty::run_interactive(&mut shell).await?;
+        0
     } else {
         let stdin = std::io::stdin();
         let mut stdout = std::io::stdout();
