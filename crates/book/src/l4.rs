@@ -13,8 +13,9 @@
 //! worst to best, so the best level is the last element. Most activity is near the top of the
 //! book, where inserting or removing a level moves only the few entries behind it; a lookup is
 //! a binary search (9 steps at 500 levels). `ticktrade bench match` measures the choice on the
-//! same 1M place/cancel/edit/sweep ops over ~550 levels per side: 38 ns/op for this layout
-//! against 112 ns/op for `BTreeMap<price, VecDeque<order>>` + `HashMap` (2026-11, 2 vCPU VM).
+//! same 1M place/cancel/edit/sweep ops over ~550 levels per side: 38–70 ns/op for this layout
+//! against 112–142 ns/op for `BTreeMap<price, VecDeque<order>>` + `HashMap`, 2–3× across runs
+//! on the shared 2-vCPU VM (2026-11).
 
 use rustc_hash::FxHashMap;
 use slab::Slab;
