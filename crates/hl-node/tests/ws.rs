@@ -267,3 +267,34 @@ fn a_client_that_does_not_read_is_disconnected_with_a_reason() {
     // The other clients' blocks keep flowing: the engine is at the node's height.
     assert_eq!(engine.books().height(), generator.height());
 }
+
+#[test]
+fn subscribers_of_a_coin_that_goes_stale_are_told() {
+    use ticktrade_hl_node::server::engine::EngineMsg;
+    use ticktrade_hl_proto::ws::ClientMessage;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut generator = generator(20, 300);
+    let mut writer = GenWriter::new(tmp.path());
+    let mut engine = engine(tmp.path(), &generator);
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1 << 16);
+    let (kill, _killed) = tokio::sync::oneshot::channel();
+    engine.handle(EngineMsg::Connect { id: 1, tx, kill });
+    let text = json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC"}}).to_string();
+    engine.handle(EngineMsg::Request { id: 1, message: ClientMessage::parse(&text).unwrap(), text });
+    let mut block = generator.next_block(ticktrade_core::Utc::from_millis(T0_MS));
+    let at = block.diffs.find("\"coin\":\"BTC\"").expect("a BTC diff");
+    let px = at + block.diffs[at..].find("\"px\":\"").unwrap() + 6;
+    block.diffs.insert(px, 'x');
+    writer.write_block(&block, order(0)).unwrap();
+    engine.poll_files();
+    let mut frames = Vec::new();
+    while let Ok(Message::Text(t)) = rx.try_recv().map(|m| match m {
+        axum::extract::ws::Message::Text(t) => Message::Text(t.as_str().into()),
+        _ => Message::Text("".into()),
+    }) {
+        frames.push(serde_json::from_str::<Value>(&t).unwrap_or(Value::Null));
+    }
+    let errors: Vec<&Value> = frames.iter().filter(|f| f["channel"] == "error").collect();
+    assert_eq!(errors.len(), 1, "{frames:?}");
+    assert!(errors[0]["data"].as_str().unwrap().starts_with("Order book for BTC is stale"));
+}

@@ -26,9 +26,11 @@ use ticktrade_hl_proto::node::{
     Batch, BookDiff, NodeFill, OrderStatus, scan_block_number, scan_coins, trades_from_fills,
 };
 use ticktrade_hl_proto::time::parse_node_time;
-use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Params, L2Variant, Subscription, UnitLevel, errors};
+use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Variant, UnitLevel};
 
-use super::publish::{ClientId, L2Key, Slot, Subscribers};
+mod requests;
+
+use super::publish::{ClientId, L2Key, Subscribers};
 use crate::books::Books;
 use crate::coins::CoinId;
 use crate::follow::Follower;
@@ -339,17 +341,25 @@ impl Engine {
         for r in reports {
             self.report(r);
         }
+        let mut newly_stale = Vec::new();
         for coin in damaged {
             if self.allowed(&coin) {
                 let id = self.books.coin_id(&coin);
+                if !self.books.book(id).is_some_and(|b| b.stale) {
+                    newly_stale.push(id);
+                }
                 self.books.mark_stale(id);
             }
         }
         let decoded = Instant::now();
         let outcome = self.books.apply_block(height, time, &statuses, &diffs);
         let applied = Instant::now();
-        for (_, err) in &outcome.errors {
+        for (coin, err) in &outcome.errors {
             self.report(format!("{}: {err}; coin stale until the next snapshot", diffs_line.origin));
+            newly_stale.push(*coin);
+        }
+        for coin in newly_stale {
+            self.announce_stale(coin);
         }
         self.publish_l4(height, time, &statuses, &diffs);
         for &coin in &outcome.changed {
@@ -364,6 +374,28 @@ impl Engine {
                     [decoded.duration_since(started), applied.duration_since(decoded), done.duration_since(applied)];
                 stats.phase_ns.push(phases.map(|d| d.as_nanos() as u64));
             }
+        }
+    }
+
+    /// Tells a stale coin's book subscribers that updates stop until the next snapshot (they
+    /// would otherwise see a silently frozen book).
+    fn announce_stale(&mut self, coin: CoinId) {
+        let mut ids: Vec<ClientId> = self.subs.l4.get(&coin).cloned().unwrap_or_default();
+        if let Some(keys) = self.subs.l2.get(&coin) {
+            ids.extend(keys.values().flatten().copied());
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.is_empty() {
+            return;
+        }
+        let name = &self.books.coins.spec(coin).name;
+        let text = format!(
+            "Order book for {name} is stale (its data could not be applied); no updates until the next snapshot"
+        );
+        let frame = Utf8Bytes::from(proto::error_frame(&text));
+        for id in ids {
+            self.subs.send(id, frame.clone(), &mut self.dead);
         }
     }
 
@@ -435,161 +467,6 @@ impl Engine {
             }
         }
         self.subs.l2.insert(coin, keys);
-    }
-
-    fn slot_for(&self, sub: &Subscription) -> Option<Slot> {
-        if self.config.raw || !self.allowed(sub.coin()) {
-            return None;
-        }
-        let coin = self.books.coins.id(sub.coin())?;
-        match sub {
-            Subscription::L2Book { n_sig_figs, mantissa, n_levels, fast, .. } => {
-                let params = L2Params::new(*n_sig_figs, *mantissa, *n_levels, *fast)?;
-                Some(Slot::L2(coin, L2Key::new(params)))
-            }
-            Subscription::Trades { coin } => Some(Slot::Trades(coin.clone())),
-            Subscription::L4Book { .. } => Some(Slot::L4(coin)),
-        }
-    }
-
-    fn send_text(&mut self, id: ClientId, text: String) {
-        self.subs.send(id, Utf8Bytes::from(text), &mut self.dead);
-    }
-
-    fn on_request(&mut self, id: ClientId, message: ClientMessage, text: &str) {
-        match message {
-            ClientMessage::Ping => self.send_text(id, proto::pong().to_owned()),
-            ClientMessage::Subscribe { subscription } => {
-                let sub = subscription.normalised();
-                let Some(slot) = self.slot_for(&sub) else {
-                    return self.send_text(id, proto::error_frame(&errors::invalid(&sub.to_json())));
-                };
-                if self.subs.has(id, &sub) {
-                    return self.send_text(id, proto::error_frame(&errors::already(true, &sub.to_json())));
-                }
-                if !self.subs.add(id, sub.clone(), slot.clone()) {
-                    return;
-                }
-                self.send_text(id, proto::subscription_response(true, &sub));
-                match slot {
-                    Slot::L2(coin, key) => {
-                        if self.aggregate_l2(
-                            coin,
-                            L2Variant::ALL[usize::from(key.variant_idx)],
-                            usize::from(key.n_levels),
-                        ) {
-                            let last = self.last_views.entry((coin, key)).or_default();
-                            last.0.clone_from(&self.bids);
-                            last.1.clone_from(&self.asks);
-                            self.encode_l2(coin);
-                            if let Some(frame) = self.take_frame() {
-                                self.subs.send(id, frame, &mut self.dead);
-                            }
-                        }
-                    }
-                    Slot::L4(coin) => {
-                        let orders = self.books.l4_orders(coin);
-                        let [bids, asks] =
-                            [&orders[0], &orders[1]].map(|side| side.iter().map(|o| o.as_l4()).collect::<Vec<_>>());
-                        let time_ms = self.books.time().as_millis().max(0) as u64;
-                        let frame = proto::l4_snapshot_frame(sub.coin(), time_ms, self.books.height(), &bids, &asks);
-                        self.send_text(id, frame);
-                    }
-                    Slot::Trades(_) => {}
-                }
-            }
-            ClientMessage::Unsubscribe { subscription } => {
-                let sub = subscription.normalised();
-                match self.slot_for(&sub) {
-                    Some(slot) if self.subs.has(id, &sub) => {
-                        self.subs.remove_sub(id, &sub, &slot);
-                        self.send_text(id, proto::subscription_response(false, &sub));
-                    }
-                    _ => self.send_text(id, proto::error_frame(&errors::already(false, &sub.to_json()))),
-                }
-            }
-            ClientMessage::Post { id: request_id, request } => {
-                let reply = if request.kind != "info" {
-                    proto::post_error(request_id, "only info requests are supported by this read-only server")
-                } else {
-                    match serde_json::from_value::<InfoRequest>(request.payload) {
-                        Ok(InfoRequest::L2Book { coin, n_sig_figs, mantissa }) => {
-                            match self.l2_payload(&coin, n_sig_figs, mantissa) {
-                                Some(book) => proto::post_l2_response(request_id, &book),
-                                None => proto::post_error(request_id, &format!("Invalid l2Book request: {text}")),
-                            }
-                        }
-                        Ok(_) | Err(_) => proto::post_error(request_id, &format!("Unsupported post request: {text}")),
-                    }
-                };
-                self.send_text(id, reply);
-            }
-        }
-    }
-
-    /// The `WsBook` payload of a coin at 20 levels.
-    fn l2_payload(&mut self, coin: &str, n_sig_figs: Option<u32>, mantissa: Option<u32>) -> Option<String> {
-        let params = L2Params::new(n_sig_figs, mantissa, None, None)?;
-        let id = self.books.coins.id(coin).filter(|_| self.allowed(coin))?;
-        let book = self.books.book(id)?;
-        crate::l2::aggregate(book.book.levels(Side::Buy), true, params.variant, params.n_levels, &mut self.bids);
-        crate::l2::aggregate(book.book.levels(Side::Sell), false, params.variant, params.n_levels, &mut self.asks);
-        let spec = self.books.coins.spec(id);
-        let mut out = Vec::new();
-        proto::write_ws_book(
-            &mut out,
-            &spec.name,
-            self.books.time().as_millis().max(0) as u64,
-            spec.units,
-            &self.bids,
-            &self.asks,
-        );
-        String::from_utf8(out).ok()
-    }
-
-    /// Answers `l2Book` and `allMids` (`meta`/`spotMeta` are served by the HTTP layer).
-    fn info(&mut self, request: InfoRequest) -> String {
-        match request {
-            InfoRequest::L2Book { coin, n_sig_figs, mantissa } => {
-                self.l2_payload(&coin, n_sig_figs, mantissa).unwrap_or_else(|| "null".to_owned())
-            }
-            InfoRequest::AllMids { .. } => {
-                let mut mids = serde_json::Map::new();
-                for (id, spec) in self.books.coins.iter() {
-                    let Some(book) = self.books.book(id).filter(|b| !b.stale) else { continue };
-                    let (Some(bid), Some(ask)) = (book.book.best_price(Side::Buy), book.book.best_price(Side::Sell))
-                    else {
-                        continue;
-                    };
-                    let twice = i128::from(bid.raw()) + i128::from(ask.raw());
-                    let mantissa = twice * 5 * i128::from(spec.units.px.mantissa());
-                    let Ok(m) = i64::try_from(mantissa) else { continue };
-                    let Ok(mid) = ticktrade_core::Decimal::new(m, spec.units.px.scale() + 1) else { continue };
-                    mids.insert(spec.name.clone(), serde_json::Value::String(mid.to_string()));
-                }
-                serde_json::Value::Object(mids).to_string()
-            }
-            InfoRequest::Meta { .. } | InfoRequest::SpotMeta => "null".to_owned(),
-        }
-    }
-
-    fn drop_client(&mut self, id: ClientId) {
-        let raw = self.config.raw;
-        let coins = &self.books.coins;
-        let allowed = |c: &str| self.config.coins.as_ref().is_none_or(|set| set.contains(c));
-        self.subs.disconnect(id, |sub| {
-            if raw || !allowed(sub.coin()) {
-                return None;
-            }
-            let coin = coins.id(sub.coin())?;
-            Some(match sub {
-                Subscription::L2Book { n_sig_figs, mantissa, n_levels, fast, .. } => {
-                    Slot::L2(coin, L2Key::new(L2Params::new(*n_sig_figs, *mantissa, *n_levels, *fast)?))
-                }
-                Subscription::Trades { coin } => Slot::Trades(coin.clone()),
-                Subscription::L4Book { .. } => Slot::L4(coin),
-            })
-        });
     }
 
     fn reap(&mut self) {
