@@ -232,3 +232,23 @@ async fn bad_credentials_fail_without_retry_loop_or_leak() {
     assert!(!text.contains("s3cr3t-xyz"), "{text}");
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_requests_get_their_own_answers() {
+    let sim = sim().await;
+    let venue = connected(&sim).await;
+    // The first answer is held back; every caller must still get the answer to its own
+    // request (matched by id), never "the latest message".
+    sim.inject(Fault::Delay { ms: 200, responses: 1 });
+    let names = ["BTC-PERPETUAL", "ETH-PERPETUAL", "BTC-PERPETUAL", "ETH-PERPETUAL"];
+    let calls = names.into_iter().map(|name| {
+        let venue = venue.clone();
+        tokio::spawn(async move { venue.ticker(name).await })
+    });
+    let results: Vec<_> = futures_util::future::join_all(calls).await;
+    for (name, result) in names.into_iter().zip(results) {
+        assert_eq!(result.unwrap().unwrap().instrument, name);
+    }
+    assert_eq!(venue.unmatched_responses(), 0);
+    sim.shutdown().await;
+}
