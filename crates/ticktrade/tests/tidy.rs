@@ -251,6 +251,9 @@ impl Package {
             for module in test_module_names(&lines) {
                 test_modules.extend(module_paths(file, &module));
             }
+            for path in lines.iter().filter_map(|l| l.test_module_path.as_deref()) {
+                test_modules.insert(file.parent().unwrap_or(Path::new("")).join(path));
+            }
             scanned.push((file, lines));
         }
         let mut out = Vec::new();
@@ -303,6 +306,8 @@ struct Line {
     test_only: bool,
     /// Name of an out-of-line module declared here under a test cfg (`#[cfg(test)] mod tests;`).
     test_module: Option<String>,
+    /// Its `#[path = "…"]`, if it has one (relative to the declaring file's directory).
+    test_module_path: Option<String>,
 }
 
 fn test_module_names(lines: &[Line]) -> Vec<String> {
@@ -337,6 +342,7 @@ fn scan(text: &str) -> Vec<Line> {
     // Test item being skipped: `None` outside; `Some(depth)` inside, depth of braces opened
     // since the attribute.
     let mut test_item: Option<u32> = None;
+    let mut pending_path: Option<String> = None;
     for (idx, raw) in text.lines().enumerate() {
         let (code, next) = blank_line(raw, lexer);
         lexer = next;
@@ -346,6 +352,10 @@ fn scan(text: &str) -> Vec<Line> {
         }
         let test_only = test_item.is_some();
         let mut test_module = None;
+        let mut test_module_path = None;
+        if test_only && raw.trim_start().starts_with("#[path") {
+            pending_path = raw.split('"').nth(1).map(str::to_string);
+        }
         if let Some(mut depth) = test_item {
             let mut ended = false;
             let mut opened = depth > 0;
@@ -366,14 +376,26 @@ fn scan(text: &str) -> Vec<Line> {
                     ';' if !opened => {
                         ended = true;
                         test_module = out_of_line_module(&code);
+                        test_module_path = pending_path.take();
                         break;
                     }
                     _ => {}
                 }
             }
             test_item = if ended { None } else { Some(depth) };
+            if ended {
+                pending_path = None;
+            }
         }
-        lines.push(Line { file: String::new(), number: idx + 1, text: raw.to_string(), code, test_only, test_module });
+        lines.push(Line {
+            file: String::new(),
+            number: idx + 1,
+            text: raw.to_string(),
+            code,
+            test_only,
+            test_module,
+            test_module_path,
+        });
     }
     lines
 }
@@ -502,6 +524,7 @@ fn after_tests() { std::thread::spawn(|| ()); }
 pub fn helper() -> u8 { Some(1).unwrap() }
 
 #[cfg(test)]
+#[path = "sibling_tests.rs"]
 mod more_tests;
 
 #[cfg(not(test))]
@@ -511,14 +534,16 @@ fn only_in_production() { std::fs::remove_file("x").unwrap(); }
     let flagged = |pattern: &str| -> Vec<usize> {
         lines.iter().filter(|l| !l.test_only && l.code.contains(pattern)).map(|l| l.number).collect()
     };
-    assert_eq!(flagged(".unwrap()"), vec![10, 29]);
-    assert_eq!(flagged("std::fs"), vec![29]);
+    assert_eq!(flagged(".unwrap()"), vec![10, 30]);
+    assert_eq!(flagged("std::fs"), vec![30]);
     assert_eq!(flagged("std::net"), Vec::<usize>::new());
     assert_eq!(flagged("Instant::now"), Vec::<usize>::new());
     assert_eq!(flagged("thread::spawn"), vec![20]);
     let test_lines: Vec<usize> = lines.iter().filter(|l| l.test_only).map(|l| l.number).collect();
-    assert_eq!(test_lines, vec![13, 14, 15, 16, 17, 18, 22, 23, 25, 26]);
+    assert_eq!(test_lines, vec![13, 14, 15, 16, 17, 18, 22, 23, 25, 26, 27]);
     assert_eq!(test_module_names(&lines), vec!["more_tests".to_string()]);
+    let paths: Vec<&str> = lines.iter().filter_map(|l| l.test_module_path.as_deref()).collect();
+    assert_eq!(paths, vec!["sibling_tests.rs"]);
 }
 
 #[test]
