@@ -450,3 +450,42 @@ fn expiry_cancels_orders_and_settles_positions_at_the_mark() {
         env.ex.handle(expiry, B, Request::Place(PlaceParams::limit(fut, Side::Buy, d("10"), d("40000"))), &mut env.out);
     assert_eq!(err.unwrap_err(), Reject::BOOK_CLOSED);
 }
+
+/// REFERENCE §5.1's `private/buy` example: ETH-PERPETUAL market buy of 40 with a label,
+/// filled at 203.3 with Deribit's taker fee of the time (0.075 %).
+#[test]
+fn reproduces_the_documented_private_buy_example() {
+    let mut catalogue = Catalogue::builtin(CatalogueParams::default()).unwrap();
+    let eth = catalogue.lookup("ETH-PERPETUAL").unwrap();
+    catalogue.set_commissions(eth, d("0"), d("0.00075"));
+    assert_eq!(catalogue.get(eth).unwrap().taker_commission, d("0.00075"));
+    let mut ex = Exchange::new(catalogue, Config { first_order_id: 584_849_852, ..Config::default() });
+    let mut out = Vec::new();
+    ex.handle(T0, B, Request::Place(PlaceParams::limit(eth, Side::Sell, d("100"), d("203.3"))), &mut out).unwrap();
+    let buy =
+        PlaceParams { label: Label::new("market0000234").unwrap(), ..PlaceParams::market(eth, Side::Buy, d("40")) };
+    out.clear();
+    let Reply::Order(order) = ex.handle(T0, A, Request::Place(buy), &mut out).unwrap() else { panic!() };
+    assert_eq!(ex.order_id_text(&order), "ETH-584849853");
+    assert_eq!(
+        (order.state, order.order_type, order.label.as_str()),
+        (OrderState::Filled, OrderType::Market, "market0000234")
+    );
+    let spec = &ex.catalogue().get(eth).unwrap().spec;
+    assert_eq!(spec.format_qty(order.filled), "40");
+    let trade = out
+        .iter()
+        .find_map(|e| match e {
+            Event::UserTrade(t) if t.order_id == order.id => Some(*t),
+            _ => None,
+        })
+        .unwrap();
+    let mut trade_id = String::new();
+    ex.write_trade_id(eth, trade.trade_id, &mut trade_id);
+    assert_eq!(trade_id, "ETH-2696083");
+    assert_eq!(
+        (spec.format_price(trade.price), trade.liquidity, trade.trade_seq),
+        ("203.3".to_owned(), Liquidity::Taker, 1)
+    );
+    assert!((trade.fee - 0.000_147_57).abs() < 5e-9, "{}", trade.fee);
+}
