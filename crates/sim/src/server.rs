@@ -22,7 +22,7 @@ use axum::Router;
 use axum::extract::{State, WebSocketUpgrade};
 use axum::response::Response;
 use axum::routing::{any, get};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -34,6 +34,9 @@ use crate::session::Shared;
 /// Largest WebSocket message/frame read before the socket is closed with 1009 (requests
 /// above Deribit's 32 kB but below this get `-32600` and the session continues).
 pub const MAX_WS_MESSAGE: usize = 1 << 20;
+
+/// How long a connection may take to send its request headers (half-open clients).
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Certificate material for `wss://`/`https://`.
 #[derive(Clone, Debug)]
@@ -158,7 +161,9 @@ async fn accept_loop(
         let mut conn_shutdown = shutdown.clone();
         tokio::spawn(async move {
             let service = TowerToHyperService::new(app);
-            let builder = Builder::new(TokioExecutor::new());
+            let mut builder = Builder::new(TokioExecutor::new());
+            // A client that connects and never finishes its request headers is dropped.
+            builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
             let result = match tls {
                 Some(acceptor) => {
                     let handshake =

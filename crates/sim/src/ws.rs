@@ -16,6 +16,10 @@ use crate::engine::{Command, Kill, Outbound, SessionTx};
 use crate::session::{Reply, Session, Shared, handle_text};
 use crate::wire;
 
+/// A session with no subscription, no heartbeat and no request for this long is closed.
+pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+const IDLE_CHECK: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Serves one upgraded socket until either side closes.
 pub async fn serve(socket: WebSocket, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
@@ -37,6 +41,10 @@ pub async fn serve(socket: WebSocket, shared: Arc<Shared>, mut shutdown: watch::
     let mut heartbeat: Option<tokio::time::Interval> = None;
     let mut heartbeat_secs = None;
     let mut closing_reply = false;
+    // Deribit drops a socket that sends nothing and subscribes to nothing after about 60 s.
+    let mut last_request = tokio::time::Instant::now();
+    let mut subscribed = false;
+    let mut idle_check = tokio::time::interval(IDLE_CHECK);
     loop {
         if session.heartbeat != heartbeat_secs {
             heartbeat_secs = session.heartbeat;
@@ -61,6 +69,8 @@ pub async fn serve(socket: WebSocket, shared: Arc<Shared>, mut shutdown: watch::
                     break;
                 }
                 Some(Ok(Message::Text(text))) => {
+                    last_request = tokio::time::Instant::now();
+                    subscribed |= text.as_str().contains("subscribe");
                     let reply = handle_text(&shared, &mut session, text.as_str()).await;
                     if !deliver(&tx, &kill, reply).await {
                         closing_reply = true;
@@ -88,6 +98,12 @@ pub async fn serve(socket: WebSocket, shared: Arc<Shared>, mut shutdown: watch::
                 session.awaiting_test = true;
                 if tx.try_send(Outbound::Text(Arc::from(wire::TEST_REQUEST))).is_err() {
                     kill.fire(4003, "slow consumer: outbound queue full");
+                    break;
+                }
+            }
+            _ = idle_check.tick() => {
+                if !subscribed && session.heartbeat.is_none() && last_request.elapsed() >= IDLE_TIMEOUT {
+                    kill.fire(4004, "idle connection: no requests or subscriptions");
                     break;
                 }
             }

@@ -120,9 +120,11 @@ async fn request_flood_gets_10028_then_disconnect() {
 
 #[tokio::test]
 async fn slow_subscriber_is_disconnected_with_a_reason() {
-    let config = SimConfig { rate_per_s: 2_000, queue_capacity: 16, limits: Limits::default(), ..SimConfig::default() };
+    // Unlimited credits: the bystander polls as fast as it can until the slow session is gone.
+    let config =
+        SimConfig { rate_per_s: 5_000, queue_capacity: 16, limits: Limits::unlimited(), ..SimConfig::default() };
     let sim = ticktrade_sim::spawn_loopback(config).await.unwrap();
-    let mut slow = Client::connect(&sim.ws_url()).await;
+    let mut slow = Client::connect_small_buffer(sim.addr(), &sim.ws_url()).await;
     slow.auth().await;
     let channels = json!([
         "book.BTC-PERPETUAL.raw",
@@ -134,7 +136,9 @@ async fn slow_subscriber_is_disconnected_with_a_reason() {
     // Never read: the queue (16 frames) fills and the server closes with 4003.
     let mut bystander = Client::connect(&sim.ws_url()).await;
     let mut closed = None;
-    for _ in 0..2_000 {
+    // Bounded so a regression fails instead of hanging; the bound is not a timing assertion.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
         bystander.call("public/get_time", json!({})).await;
         if sim.stats().connections == 1 {
             closed = Some(());

@@ -31,6 +31,16 @@ impl Client {
         Client { ws, next_id: 1, backlog: VecDeque::new(), closed: None }
     }
 
+    /// Connects with a tiny socket receive buffer, so a client that stops reading backs the
+    /// server up quickly (slow-consumer tests).
+    pub async fn connect_small_buffer(addr: std::net::SocketAddr, url: &str) -> Client {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(2048).unwrap();
+        let stream = socket.connect(addr).await.unwrap();
+        let (ws, _) = tokio_tungstenite::client_async(url, MaybeTlsStream::Plain(stream)).await.unwrap();
+        Client { ws, next_id: 1, backlog: VecDeque::new(), closed: None }
+    }
+
     pub async fn send_text(&mut self, text: &str) {
         self.ws.send(Message::Text(text.into())).await.unwrap();
     }
