@@ -252,3 +252,24 @@ async fn concurrent_requests_get_their_own_answers() {
     assert_eq!(venue.unmatched_responses(), 0);
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_is_refreshed_before_it_expires() {
+    let sim = ticktrade_sim::spawn_loopback(SimConfig {
+        rate_per_s: 50,
+        min_heartbeat_s: 1,
+        token_expires_s: 3,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let venue = connected(&sim).await;
+    // Outlive two token lifetimes; private calls keep working on the same connection.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(7);
+    while tokio::time::Instant::now() < deadline {
+        venue.positions(Filter::All).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(venue.info().connects, 1, "refreshed in place, no reconnect");
+    sim.shutdown().await;
+}

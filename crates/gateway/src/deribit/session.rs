@@ -541,7 +541,13 @@ async fn keepalive(inner: Arc<Inner>, kill: Arc<Notify>) {
             .token
             .lock()
             .ok()
-            .and_then(|t| t.as_ref().map(|t| t.expires_at.saturating_duration_since(Instant::now()) < t.lifetime / 5))
+            .and_then(|t| {
+                t.as_ref().map(|t| {
+                    // Refresh at 80 % of the lifetime, and never later than two probes before expiry.
+                    let margin = (t.lifetime / 5).max(interval * 2);
+                    t.expires_at.saturating_duration_since(Instant::now()) < margin
+                })
+            })
             .unwrap_or(false);
         if refresh_due && inner.authenticate(Gate::Setup, true).await.is_err() {
             // Refresh refused: a full re-auth on a new connection.
