@@ -1,0 +1,634 @@
+//! The hub: one task that owns the local books, the clients and the subscriptions, applies
+//! upstream frames and fans them out.
+//!
+//! Owns: each instrument's published book and its change-id chain (continued across
+//! upstream resyncs), which client wants which channel and whether it holds a snapshot,
+//! upstream subscriptions by demand (subscribed on first interest, dropped `linger` after the
+//! last client left), the slow-client policy, counters.
+//! Must not: await on a client (every send is `try_send`), or send a change to a client that
+//! does not hold the book it applies to.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::Utf8Bytes;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use ticktrade_book::aggregate::{Grouping, aggregate_book};
+use ticktrade_book::l2::{Action, L2Book, LevelUpdate};
+use ticktrade_core::{Decimal, InstrumentSpec, Side};
+use ticktrade_deribit_proto::book::encode_book_units;
+use ticktrade_deribit_proto::channel::{Channel, Group};
+use ticktrade_deribit_proto::envelope::encode_notification;
+use ticktrade_deribit_proto::{BookHeader, BookKind, decode_book_units};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::diff::{book_diff, book_levels};
+use crate::{ServeConfig, SlowPolicy};
+
+pub(crate) type ClientId = u64;
+
+/// One frame for a client, with the instant its upstream frame arrived (fan-out delay).
+#[allow(dead_code)] // `upstream_at` feeds the fan-out histogram (next increment).
+pub(crate) struct Out {
+    pub text: Utf8Bytes,
+    pub upstream_at: Option<Instant>,
+}
+
+pub(crate) enum UpEvent {
+    Connected,
+    Frame(String, Instant),
+    Disconnected,
+}
+
+pub(crate) enum HubMsg {
+    Join { id: ClientId, tx: mpsc::Sender<Out>, kill: oneshot::Sender<String> },
+    Request { id: ClientId, text: String, us_in: u64 },
+    Leave { id: ClientId },
+    Upstream(UpEvent),
+    Totals(oneshot::Sender<Totals>),
+}
+
+/// Counters of one client.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientCounters {
+    pub messages: u64,
+    pub bytes: u64,
+    pub drops: u64,
+    pub conflations: u64,
+}
+
+/// Totals and per-client counters.
+#[derive(Clone, Debug, Default)]
+pub struct Totals {
+    pub clients: HashMap<u64, ClientCounters>,
+    pub messages: u64,
+    pub bytes: u64,
+    pub drops: u64,
+    pub conflations: u64,
+    pub disconnects: u64,
+    /// Upstream book resyncs (gap, bad frame, reconnect) sent on to clients as diffs.
+    pub resyncs: u64,
+    pub upstream_frames: u64,
+}
+
+pub(crate) struct Client {
+    pub tx: mpsc::Sender<Out>,
+    pub kill: Option<oneshot::Sender<String>>,
+    /// Downstream channel → holds a consistent view (snapshot sent, chain followed).
+    pub subs: HashMap<String, bool>,
+    pub counters: ClientCounters,
+}
+
+/// One instrument's book as clients see it.
+pub(crate) struct BookState {
+    pub spec: InstrumentSpec,
+    /// The published book; its `last_change_id` is the downstream chain.
+    pub book: L2Book,
+    /// Synced at least once (clients may be sent snapshots).
+    pub published: bool,
+    pub upstream_last: Option<u64>,
+    pub upstream_stale: bool,
+    pub timestamp_ms: u64,
+    /// Downstream book channels of this instrument with subscribers.
+    pub channels: Vec<String>,
+}
+
+#[derive(Default)]
+pub(crate) struct UpSub {
+    pub refs: usize,
+    pub idle_since: Option<Instant>,
+}
+
+pub(crate) enum Pending {
+    Proxy { client: ClientId, id: OwnedId },
+    Instruments,
+    Ignore,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum OwnedId {
+    Num(i64),
+    Str(String),
+}
+
+pub(crate) struct Hub {
+    pub cfg: ServeConfig,
+    pub filter: Option<HashSet<String>>,
+    pub specs: HashMap<String, InstrumentSpec>,
+    pub books: HashMap<String, BookState>,
+    pub clients: HashMap<ClientId, Client>,
+    pub subscribers: HashMap<String, Vec<ClientId>>,
+    pub upstream: HashMap<String, UpSub>,
+    /// Upstream channel → downstream channels relayed from it (non-book channels, or all in `--raw`).
+    pub relays: HashMap<String, Vec<String>>,
+    pub up_tx: mpsc::Sender<String>,
+    pub connected: bool,
+    pub next_up_id: u64,
+    pub pending: HashMap<u64, Pending>,
+    pub totals: Totals,
+    pub ready: watch::Sender<bool>,
+    updates: Vec<LevelUpdate>,
+    scratch: L2Book,
+}
+
+#[derive(Deserialize)]
+struct UpFrame<'a> {
+    #[serde(default)]
+    id: Option<u64>,
+    #[serde(borrow, default)]
+    method: Option<&'a str>,
+    #[serde(borrow, default)]
+    params: Option<UpParams<'a>>,
+}
+
+#[derive(Deserialize)]
+struct UpParams<'a> {
+    #[serde(borrow, default)]
+    channel: Option<&'a str>,
+    #[serde(borrow, default)]
+    data: Option<&'a RawValue>,
+}
+
+/// The upstream channel that feeds downstream channel `name`, or `None` if not served.
+pub(crate) fn upstream_channel(name: &str, raw_mode: bool) -> Option<String> {
+    let channel = Channel::parse(name)?;
+    if channel.is_private() {
+        return None;
+    }
+    match channel {
+        Channel::Book { instrument, .. } | Channel::GroupedBook { instrument, .. } if !raw_mode => {
+            Some(format!("book.{instrument}.100ms"))
+        }
+        // Public raw channels need an authorised upstream session: use the 100 ms feed.
+        _ => Some(name.strip_suffix(".raw").map_or_else(|| name.to_owned(), |base| format!("{base}.100ms"))),
+    }
+}
+
+impl Hub {
+    pub(crate) fn new(cfg: &ServeConfig, up_tx: mpsc::Sender<String>, ready: watch::Sender<bool>) -> Hub {
+        Hub {
+            filter: cfg.instruments.as_ref().map(|list| list.iter().cloned().collect()),
+            cfg: cfg.clone(),
+            specs: HashMap::new(),
+            books: HashMap::new(),
+            clients: HashMap::new(),
+            subscribers: HashMap::new(),
+            upstream: HashMap::new(),
+            relays: HashMap::new(),
+            up_tx,
+            connected: false,
+            next_up_id: 1,
+            pending: HashMap::new(),
+            totals: Totals::default(),
+            ready,
+            updates: Vec::new(),
+            scratch: L2Book::new(),
+        }
+    }
+
+    pub(crate) async fn run(mut self, mut rx: mpsc::Receiver<HubMsg>) {
+        let mut sweep = tokio::time::interval(Duration::from_millis(500));
+        loop {
+            tokio::select! {
+                msg = rx.recv() => match msg {
+                    Some(msg) => self.on_msg(msg),
+                    None => return,
+                },
+                _ = sweep.tick() => self.sweep(Instant::now()),
+            }
+        }
+    }
+
+    fn on_msg(&mut self, msg: HubMsg) {
+        match msg {
+            HubMsg::Join { id, tx, kill } => {
+                self.clients.insert(
+                    id,
+                    Client { tx, kill: Some(kill), subs: HashMap::new(), counters: ClientCounters::default() },
+                );
+            }
+            HubMsg::Request { id, text, us_in } => self.on_request(id, &text, us_in),
+            HubMsg::Leave { id } => self.remove_client(id),
+            HubMsg::Upstream(UpEvent::Connected) => self.on_connected(),
+            HubMsg::Upstream(UpEvent::Disconnected) => {
+                self.connected = false;
+                for state in self.books.values_mut() {
+                    state.upstream_stale = true;
+                }
+            }
+            HubMsg::Upstream(UpEvent::Frame(text, at)) => self.on_upstream(&text, at),
+            HubMsg::Totals(reply) => {
+                let mut totals = self.totals.clone();
+                totals.clients = self.clients.iter().map(|(id, c)| (*id, c.counters)).collect();
+                let _ = reply.send(totals);
+            }
+        }
+    }
+
+    /// Sends a request upstream; the reply is routed by `pending`.
+    pub(crate) fn send_upstream(&mut self, method: &str, params: &str, pending: Pending) {
+        let id = self.next_up_id;
+        self.next_up_id += 1;
+        self.pending.insert(id, pending);
+        let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
+        if self.up_tx.try_send(text).is_err() {
+            self.pending.remove(&id);
+            tracing::warn!("upstream request queue full; {method} dropped");
+        }
+    }
+
+    pub(crate) fn subscribe_upstream(&mut self, channels: &[String], subscribe: bool) {
+        if channels.is_empty() || !self.connected {
+            return;
+        }
+        let method = if subscribe { "public/subscribe" } else { "public/unsubscribe" };
+        let params = serde_json::json!({ "channels": channels }).to_string();
+        self.send_upstream(method, &params, Pending::Ignore);
+    }
+
+    fn on_connected(&mut self) {
+        self.connected = true;
+        if self.specs.is_empty() {
+            self.send_upstream("public/get_instruments", r#"{"currency":"any"}"#, Pending::Instruments);
+        }
+        for state in self.books.values_mut() {
+            state.upstream_stale = true;
+            state.upstream_last = None;
+        }
+        let live: Vec<String> = self.upstream.keys().cloned().collect();
+        self.subscribe_upstream(&live, true);
+    }
+
+    fn on_upstream(&mut self, text: &str, at: Instant) {
+        self.totals.upstream_frames += 1;
+        let Ok(frame) = serde_json::from_str::<UpFrame<'_>>(text) else {
+            tracing::warn!("upstream sent a frame that is not JSON-RPC ({} bytes)", text.len());
+            return;
+        };
+        if frame.method == Some("subscription") {
+            let Some(UpParams { channel: Some(channel), data: Some(data) }) = frame.params else { return };
+            if !self.cfg.raw
+                && let Some(instrument) = channel.strip_prefix("book.").and_then(|c| c.strip_suffix(".100ms"))
+                && self.books.contains_key(instrument)
+            {
+                self.on_book(instrument, text.as_bytes(), at);
+            }
+            if self.relays.contains_key(channel) {
+                self.relay(channel, text, data.get(), at);
+            }
+            return;
+        }
+        if let Some(id) = frame.id
+            && let Some(pending) = self.pending.remove(&id)
+        {
+            self.on_response(pending, text);
+        }
+    }
+
+    fn on_response(&mut self, pending: Pending, text: &str) {
+        match pending {
+            Pending::Ignore => {}
+            Pending::Instruments => match ticktrade_deribit_proto::instrument::parse_instruments_response(text, 0) {
+                Ok(specs) => {
+                    self.specs = specs
+                        .into_iter()
+                        .filter(|s| self.filter.as_ref().is_none_or(|f| f.contains(&s.name)))
+                        .map(|s| (s.name.clone(), s))
+                        .collect();
+                    let _ = self.ready.send(true);
+                }
+                Err(e) => tracing::warn!("upstream instrument list: {e}"),
+            },
+            Pending::Proxy { client, id } => crate::requests::forward_response(self, client, &id, text),
+        }
+    }
+
+    /// Frames of an upstream channel relayed to the downstream channels fed by it.
+    fn relay(&mut self, upstream: &str, text: &str, data: &str, at: Instant) {
+        let Some(downs) = self.relays.get(upstream).cloned() else { return };
+        for down in downs {
+            let out: Utf8Bytes = if down == upstream {
+                text.into()
+            } else {
+                let mut buf = Vec::with_capacity(text.len() + 8);
+                encode_notification(&mut buf, &down, data, None);
+                String::from_utf8(buf).unwrap_or_default().into()
+            };
+            for id in self.subscribers.get(&down).cloned().unwrap_or_default() {
+                self.deliver(id, out.clone(), Some(at));
+            }
+        }
+    }
+
+    fn on_book(&mut self, instrument: &str, frame: &[u8], at: Instant) {
+        let Some(state) = self.books.get_mut(instrument) else { return };
+        let header = match decode_book_units(frame, &state.spec, &mut self.updates) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!("upstream book {instrument}: {e}; resyncing");
+                self.resync(instrument);
+                return;
+            }
+        };
+        state.timestamp_ms = header.timestamp_ms;
+        let snapshot = matches!(header.kind, BookKind::Snapshot | BookKind::Window) || header.prev_change_id.is_none();
+        if snapshot {
+            state.upstream_last = Some(header.change_id);
+            state.upstream_stale = false;
+            if !state.published || state.book.is_stale() {
+                let next = state.book.last_change_id().map_or(1, |c| c + 1);
+                state.book.apply_snapshot(next, &self.updates);
+                state.published = true;
+                for ch in state.channels.clone() {
+                    self.unsync_channel(&ch);
+                }
+            } else {
+                self.scratch.apply_snapshot(0, &self.updates);
+                let mut diff = Vec::new();
+                book_diff(&state.book, &self.scratch, &mut diff);
+                self.totals.resyncs += 1;
+                if !diff.is_empty() {
+                    self.updates = diff;
+                    self.publish_change(instrument, at);
+                }
+            }
+        } else {
+            if state.upstream_stale {
+                return;
+            }
+            if Some(header.change_id) == state.upstream_last {
+                return; // a duplicate of what was applied
+            }
+            if header.prev_change_id != state.upstream_last {
+                tracing::info!("upstream book {instrument}: gap; resyncing");
+                self.resync(instrument);
+                return;
+            }
+            state.upstream_last = Some(header.change_id);
+            self.publish_change(instrument, at);
+        }
+        self.catch_up(instrument);
+    }
+
+    /// Applies `self.updates` to the published book as the next change of its chain and
+    /// sends it to every subscriber holding the book.
+    fn publish_change(&mut self, instrument: &str, at: Instant) {
+        let Some(state) = self.books.get_mut(instrument) else { return };
+        let prev = state.book.last_change_id().unwrap_or(0);
+        if state.book.apply_change(prev + 1, prev, &self.updates).is_err() {
+            // A negative size upstream: the book is stale; the next snapshot re-publishes it.
+            state.upstream_stale = true;
+            self.resync(instrument);
+            return;
+        }
+        let mut frames = Vec::new();
+        for ch in &state.channels {
+            let mut buf = Vec::with_capacity(256);
+            match Channel::parse(ch) {
+                Some(Channel::Book { .. }) => {
+                    let header = BookHeader {
+                        channel: ch,
+                        instrument,
+                        kind: BookKind::Change,
+                        change_id: prev + 1,
+                        prev_change_id: Some(prev),
+                        timestamp_ms: state.timestamp_ms,
+                    };
+                    encode_book_units(&mut buf, &header, &state.spec, &self.updates);
+                    frames.push((ch.clone(), buf, true));
+                }
+                Some(Channel::GroupedBook { .. }) => {
+                    encode_window(&mut buf, ch, instrument, state);
+                    frames.push((ch.clone(), buf, false));
+                }
+                _ => {}
+            }
+        }
+        for (ch, buf, needs_sync) in frames {
+            let text: Utf8Bytes = String::from_utf8(buf).unwrap_or_default().into();
+            for id in self.subscribers.get(&ch).cloned().unwrap_or_default() {
+                let synced = self.clients.get(&id).and_then(|c| c.subs.get(&ch)).copied().unwrap_or(false);
+                if needs_sync && !synced {
+                    continue;
+                }
+                if self.deliver(id, text.clone(), Some(at))
+                    && let Some(flag) = self.clients.get_mut(&id).and_then(|c| c.subs.get_mut(&ch))
+                {
+                    *flag = true;
+                }
+            }
+        }
+    }
+
+    /// Sends a snapshot (or grouped window) to each subscriber of `instrument`'s book
+    /// channels that does not hold the book, if its queue has room.
+    pub(crate) fn catch_up(&mut self, instrument: &str) {
+        let Some(state) = self.books.get(instrument) else { return };
+        if !state.published || state.book.is_stale() {
+            return;
+        }
+        let half = self.cfg.queue_capacity / 2;
+        for ch in state.channels.clone() {
+            let waiting: Vec<ClientId> = self
+                .subscribers
+                .get(&ch)
+                .map(|ids| {
+                    ids.iter()
+                        .copied()
+                        .filter(|id| {
+                            self.clients
+                                .get(id)
+                                .is_some_and(|c| c.subs.get(&ch) == Some(&false) && c.tx.capacity() >= half.max(1))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if waiting.is_empty() {
+                continue;
+            }
+            let Some(state) = self.books.get(instrument) else { return };
+            let text: Utf8Bytes = String::from_utf8(snapshot_frame(&ch, instrument, state)).unwrap_or_default().into();
+            for id in waiting {
+                if self.deliver(id, text.clone(), None)
+                    && let Some(flag) = self.clients.get_mut(&id).and_then(|c| c.subs.get_mut(&ch))
+                {
+                    *flag = true;
+                }
+            }
+        }
+    }
+
+    fn unsync_channel(&mut self, ch: &str) {
+        for id in self.subscribers.get(ch).cloned().unwrap_or_default() {
+            if let Some(flag) = self.clients.get_mut(&id).and_then(|c| c.subs.get_mut(ch)) {
+                *flag = false;
+            }
+        }
+    }
+
+    /// Asks upstream for a fresh snapshot of `instrument`'s book.
+    fn resync(&mut self, instrument: &str) {
+        if let Some(state) = self.books.get_mut(instrument) {
+            state.upstream_stale = true;
+            state.upstream_last = None;
+        }
+        let ch = vec![format!("book.{instrument}.100ms")];
+        self.subscribe_upstream(&ch, false);
+        self.subscribe_upstream(&ch, true);
+    }
+
+    /// Queues `text` for client `id`; applies the slow-client policy when its queue is full.
+    /// Returns whether the frame was queued.
+    pub(crate) fn deliver(&mut self, id: ClientId, text: Utf8Bytes, upstream_at: Option<Instant>) -> bool {
+        let Some(client) = self.clients.get_mut(&id) else { return false };
+        let len = text.len() as u64;
+        match client.tx.try_send(Out { text, upstream_at }) {
+            Ok(()) => {
+                client.counters.messages += 1;
+                client.counters.bytes += len;
+                self.totals.messages += 1;
+                self.totals.bytes += len;
+                true
+            }
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                client.counters.drops += 1;
+                self.totals.drops += 1;
+                match self.cfg.slow_policy {
+                    SlowPolicy::Conflate => {
+                        let mut conflated = false;
+                        for (ch, synced) in client.subs.iter_mut() {
+                            if *synced && ch.starts_with("book.") {
+                                *synced = false;
+                                conflated = true;
+                            }
+                        }
+                        if conflated {
+                            client.counters.conflations += 1;
+                            self.totals.conflations += 1;
+                        }
+                    }
+                    SlowPolicy::Disconnect => {
+                        if let Some(kill) = client.kill.take() {
+                            let _ = kill
+                                .send(format!("slow consumer: {} frames queued and not read", self.cfg.queue_capacity));
+                        }
+                        self.totals.disconnects += 1;
+                        self.remove_client(id);
+                    }
+                }
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
+    }
+
+    pub(crate) fn remove_client(&mut self, id: ClientId) {
+        let Some(client) = self.clients.remove(&id) else { return };
+        for ch in client.subs.keys() {
+            self.drop_interest(id, ch);
+        }
+    }
+
+    /// Removes client `id`'s interest in downstream channel `ch` (subscriber list, book
+    /// channel list, relay map, upstream reference count).
+    pub(crate) fn drop_interest(&mut self, id: ClientId, ch: &str) {
+        let Some(ids) = self.subscribers.get_mut(ch) else { return };
+        ids.retain(|c| *c != id);
+        let empty = ids.is_empty();
+        if empty {
+            self.subscribers.remove(ch);
+        }
+        let Some(up) = upstream_channel(ch, self.cfg.raw) else { return };
+        if empty {
+            if let Some(downs) = self.relays.get_mut(&up) {
+                downs.retain(|d| d != ch);
+                if downs.is_empty() {
+                    self.relays.remove(&up);
+                }
+            }
+            if let Some(instrument) = Channel::parse(ch).and_then(|c| c.instrument())
+                && let Some(state) = self.books.get_mut(instrument)
+            {
+                state.channels.retain(|d| d != ch);
+            }
+        }
+        if let Some(sub) = self.upstream.get_mut(&up) {
+            sub.refs = sub.refs.saturating_sub(1);
+            if sub.refs == 0 {
+                sub.idle_since = Some(Instant::now());
+            }
+        }
+    }
+
+    /// Drops upstream subscriptions idle for longer than `linger`.
+    fn sweep(&mut self, now: Instant) {
+        let linger = self.cfg.linger;
+        let idle: Vec<String> = self
+            .upstream
+            .iter()
+            .filter(|(_, s)| s.refs == 0 && s.idle_since.is_some_and(|t| now.duration_since(t) >= linger))
+            .map(|(ch, _)| ch.clone())
+            .collect();
+        for ch in &idle {
+            self.upstream.remove(ch);
+            if let Some(instrument) = ch.strip_prefix("book.").and_then(|c| c.strip_suffix(".100ms"))
+                && !self.cfg.raw
+            {
+                self.books.remove(instrument);
+            }
+        }
+        self.subscribe_upstream(&idle, false);
+    }
+}
+
+fn snapshot_frame(ch: &str, instrument: &str, state: &BookState) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(1024);
+    match Channel::parse(ch) {
+        Some(Channel::GroupedBook { .. }) => encode_window(&mut buf, ch, instrument, state),
+        _ => {
+            let mut levels = Vec::new();
+            book_levels(&state.book, &mut levels);
+            let header = BookHeader {
+                channel: ch,
+                instrument,
+                kind: BookKind::Snapshot,
+                change_id: state.book.last_change_id().unwrap_or(0),
+                prev_change_id: None,
+                timestamp_ms: state.timestamp_ms,
+            };
+            encode_book_units(&mut buf, &header, &state.spec, &levels);
+        }
+    }
+    buf
+}
+
+/// The grouping of a grouped-book channel for `spec`, or `None` if it does not apply.
+pub(crate) fn grouping(group: Group, spec: &InstrumentSpec) -> Option<Grouping> {
+    let tick = spec.tick();
+    let width = match group {
+        Group::None => tick,
+        Group::By(n) => Decimal::from_int(i64::from(n)),
+    };
+    Grouping::deribit(width, tick).ok()
+}
+
+fn encode_window(buf: &mut Vec<u8>, ch: &str, instrument: &str, state: &BookState) {
+    let Some(Channel::GroupedBook { group, depth, .. }) = Channel::parse(ch) else { return };
+    let Some(grouping) = grouping(group, &state.spec) else { return };
+    let mut levels = Vec::new();
+    let mut agg = Vec::new();
+    for side in [Side::Buy, Side::Sell] {
+        aggregate_book(&state.book, side, grouping, usize::from(depth.levels()), &mut agg);
+        levels.extend(agg.iter().map(|l| LevelUpdate { side, action: Action::New, price: l.price, qty: l.qty }));
+    }
+    let header = BookHeader {
+        channel: ch,
+        instrument,
+        kind: BookKind::Window,
+        change_id: state.book.last_change_id().unwrap_or(0),
+        prev_change_id: None,
+        timestamp_ms: state.timestamp_ms,
+    };
+    encode_book_units(buf, &header, &state.spec, &levels);
+}

@@ -1,0 +1,204 @@
+//! `ticktrade serve`: one upstream Deribit market-data feed (the embedded simulator, Deribit
+//! or any URL), books kept locally, fanned out to many local clients over Deribit's own
+//! public WebSocket API so existing SDKs connect by URL only.
+//!
+//! Owns: the listener (`/ws/api/v2`), the hub task (upstream subscriptions by demand, local
+//! books, each client's `change_id` chain, per-client bounded queues and the slow-client
+//! policy), the upstream connection, counters.
+//! Must not: let a slow client slow the upstream path or another client (every downstream
+//! send is a `try_send` into that client's bounded queue), forward a book gap to a client
+//! (an upstream resync is sent on as the diff of the old and new book on the client's own
+//! chain), or pass a price through `f64`.
+//!
+//! # Layout
+//! - `diff`: pure: the change that turns one book into another.
+//! - `hub`: the task that owns books, clients and subscriptions; fan-out and backpressure.
+//! - `requests`: the JSON-RPC methods the hub answers (subscribe, unsubscribe, proxying).
+//! - `upstream`: the upstream WebSocket connection with reconnect.
+//! - `client`: one downstream WebSocket connection.
+
+mod client;
+pub mod diff;
+mod hub;
+mod requests;
+mod upstream;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use ticktrade_sim::{SimConfig, SimHandle};
+use tokio::sync::{mpsc, watch};
+
+pub use hub::Totals;
+
+/// Where the market data comes from.
+#[derive(Clone, Debug)]
+pub enum UpstreamSource {
+    /// Start the embedded simulator in-process and use it.
+    Sim(Box<SimConfig>),
+    /// A Deribit WebSocket URL (`wss://test.deribit.com/ws/api/v2`, `ws://127.0.0.1:PORT/ws/api/v2`).
+    Url(String),
+}
+
+/// What happens to a client whose queue is full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SlowPolicy {
+    /// Drop its frames until its queue has room again, then send it a fresh snapshot.
+    #[default]
+    Conflate,
+    /// Close its connection with a reason.
+    Disconnect,
+}
+
+/// How to run a server.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub upstream: UpstreamSource,
+    /// Instruments served; `None` = every instrument upstream lists.
+    pub instruments: Option<Vec<String>>,
+    /// Thin relay: upstream frames go out untouched, no books kept.
+    pub raw: bool,
+    /// Frames a client may have queued.
+    pub queue_capacity: usize,
+    pub slow_policy: SlowPolicy,
+    pub max_subscriptions: usize,
+    pub max_message_bytes: usize,
+    pub max_connections: usize,
+    /// How long an upstream subscription is kept after its last client left.
+    pub linger: Duration,
+}
+
+impl Default for ServeConfig {
+    fn default() -> ServeConfig {
+        ServeConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            upstream: UpstreamSource::Sim(Box::default()),
+            instruments: None,
+            raw: false,
+            queue_capacity: 1_024,
+            slow_policy: SlowPolicy::Conflate,
+            max_subscriptions: 1_000,
+            max_message_bytes: 64 << 10,
+            max_connections: 10_000,
+            linger: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why a server did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("starting the embedded simulator: {0}")]
+    Sim(#[from] ticktrade_sim::SimError),
+    #[error("binding {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("upstream {url} gave no instrument list within {secs} s")]
+    NoInstruments { url: String, secs: u64 },
+}
+
+/// Counters shared with the front end and the status line.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    pub connections: AtomicUsize,
+    pub next_client: AtomicU64,
+}
+
+/// A running server. Call [`ServeHandle::shutdown`] to stop it.
+pub struct ServeHandle {
+    addr: SocketAddr,
+    sim: Option<SimHandle>,
+    shutdown: watch::Sender<bool>,
+    hub: mpsc::Sender<hub::HubMsg>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl ServeHandle {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `ws://127.0.0.1:PORT/ws/api/v2`.
+    pub fn ws_url(&self) -> String {
+        format!("ws://{}/ws/api/v2", self.addr)
+    }
+
+    /// The embedded simulator, when the upstream is `sim`.
+    pub fn sim(&self) -> Option<&SimHandle> {
+        self.sim.as_ref()
+    }
+
+    /// Totals and per-client counters, as the hub has them now.
+    pub async fn totals(&self) -> Option<Totals> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.hub.send(hub::HubMsg::Totals(tx)).await.ok()?;
+        rx.await.ok()
+    }
+
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        for task in self.tasks {
+            task.abort();
+        }
+        if let Some(sim) = self.sim {
+            sim.shutdown().await;
+        }
+    }
+}
+
+/// Starts a server; returns once the upstream's instrument list is known.
+pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
+    let (sim, url) = match &config.upstream {
+        UpstreamSource::Sim(sim_config) => {
+            let sim = ticktrade_sim::spawn_loopback(SimConfig::clone(sim_config)).await?;
+            let url = sim.ws_url();
+            (Some(sim), url)
+        }
+        UpstreamSource::Url(url) => (None, url.clone()),
+    };
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| ServeError::Bind { addr: config.listen, source })?;
+    let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: config.listen, source })?;
+
+    let (hub_tx, hub_rx) = mpsc::channel(65_536);
+    let (up_tx, up_rx) = mpsc::channel(4_096);
+    let (ready_tx, mut ready_rx) = watch::channel(false);
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let shared = Arc::new(Shared::default());
+
+    let tasks = vec![
+        tokio::spawn(upstream::run(url.clone(), up_rx, hub_tx.clone())),
+        tokio::spawn(hub::Hub::new(&config, up_tx, ready_tx).run(hub_rx)),
+        tokio::spawn(client::serve(listener, config.clone(), hub_tx.clone(), shared, shutdown_rx)),
+    ];
+
+    let secs = 20;
+    let ready = tokio::time::timeout(Duration::from_secs(secs), ready_rx.wait_for(|r| *r)).await;
+    if !matches!(ready, Ok(Ok(_))) {
+        for task in tasks {
+            task.abort();
+        }
+        if let Some(sim) = sim {
+            sim.shutdown().await;
+        }
+        return Err(ServeError::NoInstruments { url, secs });
+    }
+    Ok(ServeHandle { addr, sim, shutdown: shutdown_tx, hub: hub_tx, tasks })
+}
+
+pub(crate) fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+pub(crate) fn bump(counter: &AtomicUsize, by: isize) -> usize {
+    if by >= 0 {
+        counter.fetch_add(by.unsigned_abs(), Ordering::Relaxed) + by.unsigned_abs()
+    } else {
+        counter.fetch_sub(by.unsigned_abs(), Ordering::Relaxed) - by.unsigned_abs()
+    }
+}

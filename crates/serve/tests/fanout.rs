@@ -1,0 +1,161 @@
+//! Many loopback clients on `ticktrade serve` over the simulator with book changes dropped
+//! upstream: every client's chain is unbroken, books equal the simulator's, the server
+//! resynced from upstream at least once.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt, future};
+use serde_json::{Value, json};
+use ticktrade_book::l2::L2Book;
+use ticktrade_core::{InstrumentSpec, Side};
+use ticktrade_deribit_proto::{BookKind, decode_book_units};
+use ticktrade_serve::{ServeConfig, ServeHandle, UpstreamSource};
+use ticktrade_sim::{Fault, SimConfig};
+use tokio_tungstenite::tungstenite::Message;
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+const CLIENTS: usize = 200;
+const CHANGES: u64 = 25;
+
+async fn connect(url: &str) -> Ws {
+    tokio_tungstenite::connect_async(url).await.unwrap().0
+}
+
+async fn call(ws: &mut Ws, id: u64, method: &str, params: Value) -> String {
+    let req = json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}).to_string();
+    ws.send(Message::text(req)).await.unwrap();
+    loop {
+        let Message::Text(t) = ws.next().await.unwrap().unwrap() else { continue };
+        let v: Value = serde_json::from_str(&t).unwrap();
+        if v["id"] == json!(id) {
+            return t.to_string();
+        }
+    }
+}
+
+async fn specs(url: &str) -> HashMap<String, InstrumentSpec> {
+    let mut ws = connect(url).await;
+    let reply = call(&mut ws, 1, "public/get_instruments", json!({"currency":"any"})).await;
+    ticktrade_deribit_proto::instrument::parse_instruments_response(&reply, 0)
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.name.clone(), s))
+        .collect()
+}
+
+fn top(book: &L2Book, spec: &InstrumentSpec, side: Side) -> Vec<(String, String)> {
+    book.top(side, 10)
+        .map(|l| (spec.price_to_decimal(l.price).to_string(), spec.qty_to_decimal(l.qty).to_string()))
+        .collect()
+}
+
+#[derive(Default, Debug)]
+struct Seen {
+    changes: u64,
+    snapshots: u64,
+    windows: u64,
+    others: u64,
+}
+
+/// One client: subscribes, follows every book chain (panics on a gap), and after `CHANGES`
+/// changes of BTC-PERPETUAL waits until its book equals the simulator's.
+async fn client(serve: &ServeHandle, specs: &HashMap<String, InstrumentSpec>, i: usize) -> Seen {
+    let mut ws = connect(&serve.ws_url()).await;
+    let interval = if i.is_multiple_of(2) { "raw" } else { "100ms" };
+    let mut channels = vec![format!("book.BTC-PERPETUAL.{interval}")];
+    match i % 3 {
+        0 => channels.extend(["book.ETH-PERPETUAL.100ms".into(), "trades.ETH-PERPETUAL.raw".into()]),
+        1 => channels.extend(["book.BTC-PERPETUAL.5.10.100ms".into(), "ticker.BTC-PERPETUAL.100ms".into()]),
+        _ => channels.extend(["trades.BTC-PERPETUAL.100ms".into(), "book.ETH-PERPETUAL.raw".into()]),
+    }
+    let reply: Value =
+        serde_json::from_str(&call(&mut ws, 7, "public/subscribe", json!({"channels": channels})).await).unwrap();
+    assert_eq!(reply["result"].as_array().unwrap().len(), channels.len(), "{reply}");
+    let sim = serve.sim().unwrap();
+    let mut books: HashMap<String, L2Book> = HashMap::new();
+    let mut seen = Seen::default();
+    let mut updates = Vec::new();
+    loop {
+        let Message::Text(text) = ws.next().await.unwrap().unwrap() else { continue };
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let channel = v["params"]["channel"].as_str().unwrap_or_default().to_owned();
+        let parts: Vec<&str> = channel.split('.').collect();
+        if parts.len() == 5 {
+            seen.windows += 1;
+            continue;
+        }
+        if parts.first() != Some(&"book") {
+            seen.others += 1;
+            continue;
+        }
+        let spec = &specs[parts[1]];
+        let header = decode_book_units(text.as_bytes(), spec, &mut updates).unwrap();
+        let book = books.entry(channel.clone()).or_default();
+        match header.kind {
+            BookKind::Snapshot => {
+                seen.snapshots += 1;
+                book.apply_snapshot(header.change_id, &updates);
+            }
+            _ => {
+                let prev = header.prev_change_id.unwrap();
+                assert_eq!(book.last_change_id(), Some(prev), "client {i}: gap on {channel}");
+                book.apply_change(header.change_id, prev, &updates).unwrap();
+                if parts[1] == "BTC-PERPETUAL" {
+                    seen.changes += 1;
+                }
+            }
+        }
+        if parts[1] == "BTC-PERPETUAL" && seen.changes >= CHANGES {
+            let want = sim.book_top("BTC-PERPETUAL", 10).await.unwrap();
+            let dec = |l: &Vec<(ticktrade_core::Decimal, ticktrade_core::Decimal)>| {
+                l.iter().map(|(p, q)| (p.to_string(), q.to_string())).collect::<Vec<_>>()
+            };
+            if top(book, spec, Side::Buy) == dec(&want.bids) && top(book, spec, Side::Sell) == dec(&want.asks) {
+                return seen;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_clients_follow_unbroken_chains_through_upstream_gaps() {
+    let config = ServeConfig {
+        upstream: UpstreamSource::Sim(Box::new(SimConfig { rate_per_s: 400, ..SimConfig::default() })),
+        ..ServeConfig::default()
+    };
+    let serve = ticktrade_serve::spawn(config).await.unwrap();
+    let specs = specs(&serve.ws_url()).await;
+    let clients = future::join_all((0..CLIENTS).map(|i| client(&serve, &specs, i)));
+    let faults = async {
+        let mut tick = tokio::time::interval(Duration::from_millis(150));
+        for n in 0u32.. {
+            tick.tick().await;
+            let instrument = Some(if n.is_multiple_of(2) { "BTC-PERPETUAL" } else { "ETH-PERPETUAL" }.to_owned());
+            let fault = match n % 3 {
+                0 => Fault::DropChange { instrument },
+                1 => Fault::DuplicateChange { instrument },
+                _ => Fault::RestartBook { instrument, levels: 2 },
+            };
+            serve.sim().unwrap().inject(fault);
+        }
+    };
+    let seen = tokio::time::timeout(Duration::from_secs(120), async {
+        tokio::select! {
+            seen = clients => seen,
+            () = faults => unreachable!(),
+        }
+    })
+    .await
+    .expect("clients did not converge on the simulator's book");
+    assert_eq!(seen.len(), CLIENTS);
+    assert!(seen.iter().all(|s| s.snapshots >= 1 && s.changes >= CHANGES), "{:?}", &seen[..3]);
+    assert!(seen.iter().filter(|s| s.windows > 0).count() >= CLIENTS / 3 - 1);
+    assert!(seen.iter().filter(|s| s.others > 0).count() > CLIENTS / 2);
+    let totals = serve.totals().await.unwrap();
+    assert!(totals.resyncs >= 1, "no upstream resync happened: {totals:?}");
+    assert_eq!(totals.drops, 0);
+    serve.shutdown().await;
+}
