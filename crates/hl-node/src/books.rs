@@ -9,7 +9,7 @@
 //! that cannot be applied marks only its coin stale (its book is cleared and ignored until the
 //! next snapshot); the other coins carry on.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use ticktrade_book::l4::{L4Book, Order};
 use ticktrade_core::{Price, Qty, Side, Utc};
@@ -175,7 +175,8 @@ impl Books {
         diffs: &[BookDiff<'_>],
     ) -> BlockOutcome {
         let mut outcome = BlockOutcome::default();
-        let mut resting: HashMap<u64, &OrderStatus<'_>> = HashMap::with_capacity(statuses.len());
+        let mut resting: FxHashMap<u64, &OrderStatus<'_>> = FxHashMap::default();
+        resting.reserve(statuses.len());
         for status in statuses {
             if status.may_rest() {
                 resting.insert(status.order.oid, status);
@@ -208,7 +209,7 @@ impl Books {
         &mut self,
         coin: CoinId,
         diff: &BookDiff<'_>,
-        resting: &HashMap<u64, &OrderStatus<'_>>,
+        resting: &FxHashMap<u64, &OrderStatus<'_>>,
     ) -> Result<(), ApplyError> {
         let spec = self.coins.spec(coin);
         let name = || spec.name.clone();

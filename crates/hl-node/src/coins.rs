@@ -6,7 +6,7 @@
 //! price rule allows, so any valid price still parses exactly).
 //! Must not: fetch metadata or guess a coin's decimals from its prices.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use ticktrade_core::{Decimal, Price, Qty};
 use ticktrade_hl_proto::info::{CoinKind, CoinMeta};
@@ -55,7 +55,7 @@ impl CoinSpec {
 #[derive(Clone, Debug, Default)]
 pub struct CoinTable {
     specs: Vec<CoinSpec>,
-    by_name: HashMap<String, CoinId>,
+    by_name: FxHashMap<String, CoinId>,
 }
 
 impl CoinTable {
