@@ -1,0 +1,69 @@
+//! `ticktrade serve`'s command-line module (crates/ticktrade/src/serve.rs), compiled here so
+//! it is tested before the binary wires it: flags build the config, and that config serves.
+#![allow(clippy::unwrap_used)]
+
+#[allow(dead_code)]
+#[path = "../../ticktrade/src/serve.rs"]
+mod serve;
+
+use clap::Parser;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use ticktrade_serve::{SlowPolicy, UpstreamSource};
+use tokio_tungstenite::tungstenite::Message;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: serve::Args,
+}
+
+#[test]
+fn flags_build_a_config() {
+    let cli = Cli::parse_from([
+        "serve",
+        "--upstream",
+        "deribit-testnet",
+        "--instruments",
+        "BTC-PERPETUAL, ETH-PERPETUAL",
+        "--listen",
+        "127.0.0.1:0",
+        "--raw",
+        "--slow",
+        "disconnect",
+        "--queue",
+        "16",
+    ]);
+    let config = serve::config(&cli.args).unwrap();
+    assert!(matches!(&config.upstream, UpstreamSource::Url(u) if u == "wss://test.deribit.com/ws/api/v2"));
+    assert_eq!(config.instruments, Some(vec!["BTC-PERPETUAL".to_owned(), "ETH-PERPETUAL".to_owned()]));
+    assert!(config.raw);
+    assert_eq!(config.slow_policy, SlowPolicy::Disconnect);
+    assert_eq!(config.queue_capacity, 16);
+    let defaults = serve::config(&Cli::parse_from(["serve"]).args).unwrap();
+    assert!(matches!(defaults.upstream, UpstreamSource::Sim(_)));
+    assert_eq!(defaults.instruments, None);
+    assert_eq!(defaults.slow_policy, SlowPolicy::Conflate);
+    let bad = Cli::parse_from(["serve", "--upstream", "ftp://x"]);
+    assert!(serve::config(&bad.args).is_err());
+    assert!(Cli::try_parse_from(["serve", "--slow", "sometimes"]).is_err());
+}
+
+#[tokio::test]
+async fn filtered_config_serves_only_its_instruments() {
+    let cli = Cli::parse_from(["serve", "--listen", "127.0.0.1:0", "--instruments", "ETH-PERPETUAL"]);
+    let handle = ticktrade_serve::spawn(serve::config(&cli.args).unwrap()).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(handle.ws_url()).await.unwrap();
+    let req = json!({"jsonrpc":"2.0","id":3,"method":"public/subscribe",
+        "params":{"channels":["book.BTC-PERPETUAL.100ms","book.ETH-PERPETUAL.100ms","nonsense.x"]}});
+    ws.send(Message::text(req.to_string())).await.unwrap();
+    let Message::Text(text) = ws.next().await.unwrap().unwrap() else { panic!("not text") };
+    let reply: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(reply["id"], 3);
+    assert_eq!(reply["result"], json!(["book.ETH-PERPETUAL.100ms"]));
+    let Message::Text(text) = ws.next().await.unwrap().unwrap() else { panic!("not text") };
+    let snapshot: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(snapshot["params"]["channel"], "book.ETH-PERPETUAL.100ms");
+    assert_eq!(snapshot["params"]["data"]["type"], "snapshot");
+    handle.shutdown().await;
+}
