@@ -11,6 +11,7 @@
 
 mod book;
 mod orders;
+mod query;
 mod render;
 mod synth;
 #[cfg(test)]
