@@ -12,6 +12,7 @@
 //!
 //! # Layout
 //! - `diff`: pure: the change that turns one book into another.
+//! - `frames`: snapshot and grouped-window frames of a book.
 //! - `hub`: the task that owns books, clients and subscriptions; fan-out and backpressure.
 //! - `requests`: the JSON-RPC methods the hub answers (subscribe, unsubscribe, proxying).
 //! - `upstream`: the upstream WebSocket connection with reconnect.
@@ -19,6 +20,7 @@
 
 mod client;
 pub mod diff;
+mod frames;
 mod hub;
 mod requests;
 mod upstream;

@@ -1,0 +1,155 @@
+//! The hub without sockets: upstream frames in, client queues out. Slow-client policies,
+//! the chain across an upstream gap, demand-driven upstream subscriptions.
+
+use super::*;
+use ticktrade_book::l2::L2Book;
+use ticktrade_core::{Decimal, Side};
+
+fn frame(kind: &str, change: u64, prev: Option<u64>, bids: &str) -> String {
+    let prev = prev.map(|p| format!(",\"prev_change_id\":{p}")).unwrap_or_default();
+    format!(
+        r#"{{"jsonrpc":"2.0","method":"subscription","params":{{"channel":"book.X.100ms","data":{{"type":"{kind}","timestamp":5,"instrument_name":"X","change_id":{change}{prev},"bids":[{bids}],"asks":[["new",101.0,3]]}}}}}}"#
+    )
+}
+
+struct Rig {
+    hub: Hub,
+    up: mpsc::Receiver<String>,
+}
+
+fn rig(policy: SlowPolicy) -> Rig {
+    let cfg = ServeConfig { queue_capacity: 4, slow_policy: policy, ..ServeConfig::default() };
+    let (up_tx, up) = mpsc::channel(64);
+    let (ready, _) = watch::channel(false);
+    let mut hub = Hub::new(&cfg, up_tx, ready);
+    let spec = InstrumentSpec::simple("X", Decimal::parse("0.5").unwrap(), Decimal::ONE).unwrap();
+    hub.specs.insert("X".into(), spec);
+    hub.connected = true;
+    Rig { hub, up }
+}
+
+fn join(hub: &mut Hub, id: ClientId) -> (mpsc::Receiver<Out>, oneshot::Receiver<String>) {
+    let (tx, rx) = mpsc::channel(4);
+    let (kill, killed) = oneshot::channel();
+    hub.on_msg(HubMsg::Join { id, tx, kill });
+    let req = r#"{"jsonrpc":"2.0","id":1,"method":"public/subscribe","params":{"channels":["book.X.raw"]}}"#;
+    hub.on_msg(HubMsg::Request { id, text: req.into(), us_in: 0 });
+    (rx, killed)
+}
+
+fn up(hub: &mut Hub, text: String) {
+    hub.on_msg(HubMsg::Upstream(UpEvent::Frame(text, Instant::now())));
+}
+
+fn drain(rx: &mut mpsc::Receiver<Out>) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    while let Ok(o) = rx.try_recv() {
+        out.push(serde_json::from_str(o.text.as_str()).unwrap());
+    }
+    out
+}
+
+/// Follows a client's book frames like a strict client: panics on a gap.
+#[derive(Default)]
+struct Follower {
+    last: Option<u64>,
+    snapshots: usize,
+    changes: usize,
+}
+
+impl Follower {
+    fn feed(&mut self, frames: &[serde_json::Value]) {
+        for f in frames.iter().filter(|f| f["method"] == "subscription") {
+            let data = &f["params"]["data"];
+            let id = data["change_id"].as_u64().unwrap();
+            if data["type"] == "snapshot" {
+                self.snapshots += 1;
+            } else {
+                assert_eq!(data["prev_change_id"].as_u64(), self.last, "gap in {f}");
+                self.changes += 1;
+            }
+            self.last = Some(id);
+        }
+    }
+}
+
+#[test]
+fn slow_client_is_conflated_then_gets_a_fresh_snapshot_on_its_chain() {
+    let Rig { mut hub, up: mut up_rx } = rig(SlowPolicy::Conflate);
+    let (mut rx, _killed) = join(&mut hub, 1);
+    assert!(up_rx.try_recv().unwrap().contains(r#""public/subscribe","params":{"channels":["book.X.100ms"]}"#));
+    up(&mut hub, frame("snapshot", 10, None, r#"["new",100.0,5]"#));
+    for c in 11..20 {
+        up(&mut hub, frame("change", c, Some(c - 1), &format!(r#"["change",100.0,{c}]"#)));
+    }
+    let totals = hub.totals.clone();
+    assert!(totals.drops >= 1 && totals.conflations >= 1, "{totals:?}");
+    let mut follower = Follower::default();
+    follower.feed(&drain(&mut rx));
+    assert_eq!(follower.snapshots, 1);
+    up(&mut hub, frame("change", 20, Some(19), r#"["change",100.0,20]"#));
+    up(&mut hub, frame("change", 21, Some(20), r#"["change",100.0,21]"#));
+    let frames = drain(&mut rx);
+    follower.feed(&frames);
+    assert_eq!(follower.snapshots, 2, "{frames:?}");
+    assert_eq!(frames.last().unwrap()["params"]["data"]["bids"], serde_json::json!([["change", 100, 21]]));
+}
+
+#[test]
+fn slow_client_is_disconnected_with_a_reason_under_that_policy() {
+    let Rig { mut hub, .. } = rig(SlowPolicy::Disconnect);
+    let (_rx, mut killed) = join(&mut hub, 1);
+    let (mut fast, _k) = join(&mut hub, 2);
+    up(&mut hub, frame("snapshot", 10, None, r#"["new",100.0,5]"#));
+    let mut follower = Follower::default();
+    for c in 11..30 {
+        up(&mut hub, frame("change", c, Some(c - 1), r#"["change",100.0,6]"#));
+        follower.feed(&drain(&mut fast));
+    }
+    assert!(killed.try_recv().unwrap().contains("slow consumer"));
+    assert!(!hub.clients.contains_key(&1));
+    assert_eq!(hub.totals.disconnects, 1);
+    // The reader that kept up saw every change.
+    assert_eq!((follower.snapshots, follower.changes), (1, 19));
+}
+
+#[test]
+fn upstream_gap_resyncs_and_clients_get_the_diff_on_their_own_chain() {
+    let Rig { mut hub, up: mut up_rx } = rig(SlowPolicy::Conflate);
+    let (mut rx, _k) = join(&mut hub, 1);
+    up(&mut hub, frame("snapshot", 10, None, r#"["new",100.0,5],["new",99.5,2]"#));
+    up(&mut hub, frame("change", 11, Some(10), r#"["change",100.0,7]"#));
+    let mut follower = Follower::default();
+    follower.feed(&drain(&mut rx));
+    while up_rx.try_recv().is_ok() {}
+    // 12 is lost upstream.
+    up(&mut hub, frame("change", 13, Some(12), r#"["delete",100.0,0]"#));
+    let resync: Vec<String> = std::iter::from_fn(|| up_rx.try_recv().ok()).collect();
+    assert!(resync[0].contains("public/unsubscribe") && resync[1].contains("public/subscribe"), "{resync:?}");
+    assert!(drain(&mut rx).is_empty());
+    up(&mut hub, frame("snapshot", 40, None, r#"["new",99.5,2],["new",99.0,4]"#));
+    let frames = drain(&mut rx);
+    follower.feed(&frames);
+    assert_eq!((follower.snapshots, follower.changes), (1, 2));
+    assert_eq!(hub.totals.resyncs, 1);
+    let data = &frames[0]["params"]["data"];
+    assert_eq!(data["bids"], serde_json::json!([["delete", 100, 0], ["new", 99, 4]]));
+    // The published book equals the upstream's new snapshot.
+    let book: &L2Book = &hub.books["X"].book;
+    let bids: Vec<i64> = book.levels(Side::Buy).map(|l| l.qty.raw()).collect();
+    assert_eq!(bids, vec![2, 4]);
+}
+
+#[test]
+fn upstream_subscription_lingers_then_drops_when_the_last_client_leaves() {
+    let Rig { mut hub, up: mut up_rx } = rig(SlowPolicy::Conflate);
+    let (_rx, _k) = join(&mut hub, 1);
+    while up_rx.try_recv().is_ok() {}
+    hub.on_msg(HubMsg::Leave { id: 1 });
+    let t0 = Instant::now();
+    hub.sweep(t0);
+    assert!(up_rx.try_recv().is_err(), "dropped before the linger passed");
+    hub.sweep(t0 + hub.cfg.linger + Duration::from_millis(1));
+    assert!(up_rx.try_recv().unwrap().contains("public/unsubscribe"));
+    assert!(hub.books.is_empty() && hub.upstream.is_empty());
+}
