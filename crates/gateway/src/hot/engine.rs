@@ -40,6 +40,9 @@ pub struct HotConfig {
     pub pin_core: Option<usize>,
     /// Answer [`FLOOR_PROBE`] frames (benchmarks only).
     pub floor_probe: bool,
+    /// Return `Exit::Stopped` once the pipeline has written this many orders in all (counting
+    /// any warm-up pass), e.g. for tests and bounded runs.
+    pub stop_after_orders: Option<u64>,
 }
 
 /// Why the loop stopped.
@@ -49,6 +52,8 @@ pub enum Exit {
     Closed,
     /// The peer closed the TCP connection.
     Eof,
+    /// `stop_after_orders` orders were written; the connection is still open (`into_parts`).
+    Stopped,
 }
 
 /// What the loop did.
@@ -112,6 +117,11 @@ impl<S: Strategy> HotLoop<S> {
 
     pub fn pipeline(&self) -> &Pipeline<S> {
         &self.pipeline
+    }
+
+    /// The connection back, e.g. to read the acks after `Exit::Stopped`.
+    pub fn into_parts(self) -> (TcpStream, WsReader, Pipeline<S>) {
+        (self.stream, self.reader, self.pipeline)
     }
 
     /// Runs until the peer closes. Pins the thread first if asked.
@@ -199,7 +209,14 @@ impl<S: Strategy> HotLoop<S> {
                 anchor = Anchor::take(&self.clock);
                 since_anchor = 0;
             }
+            if self.config.stop_after_orders.is_some_and(|n| self.pipeline.stats().orders >= n) {
+                break Exit::Stopped;
+            }
         };
+        // Leave the socket as the caller expects to use it next.
+        if self.config.busy_poll {
+            self.stream.set_nonblocking(false)?;
+        }
         report.pipeline = self.pipeline.stats();
         report.dropped = self.stamps_tx.dropped();
         Ok((report, exit))

@@ -142,7 +142,8 @@ fn run_hot(
     let (stamps_tx, stamps_rx) = spsc_ring(1 << 16);
     let (floor_tx, floor_rx) = spsc_ring(1 << 14);
     let recorder = spawn_recorder(stamps_rx, Some(floor_rx))?;
-    let hot_config = HotConfig { busy_poll: args.busy_poll, pin_core: args.pin_core, floor_probe: true };
+    let hot_config =
+        HotConfig { busy_poll: args.busy_poll, pin_core: args.pin_core, floor_probe: true, stop_after_orders: None };
     let mut hot = HotLoop::new(stream, reader, pipeline, clock.clone(), stamps_tx, Some(floor_tx), hot_config);
     let (mut report, _exit) = hot.run()?;
     report.pipeline.orders -= warm_orders;
