@@ -1,5 +1,5 @@
 //! The downstream front end: the listener, the WebSocket upgrade at `/ws/api/v2` (with the
-//! connection and message-size limits), and one task per client that writes its queue and
+//! connection and message-size limits), `GET /metrics`, and one task per client that writes its queue and
 //! passes its requests to the hub.
 //!
 //! Owns: the client sockets.
@@ -35,13 +35,26 @@ pub(crate) async fn serve(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let state = AppState { cfg: Arc::new(cfg), hub, shared };
-    let app = Router::new().route("/ws/api/v2", get(upgrade)).with_state(state);
+    let app = Router::new().route("/ws/api/v2", get(upgrade)).route("/metrics", get(metrics)).with_state(state);
     let stop = async move {
         let _ = shutdown.wait_for(|s| *s).await;
     };
     if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stop).await {
         tracing::warn!("serve: {e}");
     }
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let (tx, rx) = oneshot::channel();
+    if state.hub.send(HubMsg::Totals(tx)).await.is_err() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "hub stopped").into_response();
+    }
+    let Ok(totals) = rx.await else { return (StatusCode::SERVICE_UNAVAILABLE, "hub stopped").into_response() };
+    let text = match state.shared.fanout_ns.lock() {
+        Ok(guard) => guard.as_ref().map(|h| crate::metrics::render(&totals, h)).unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
 async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
@@ -79,6 +92,14 @@ async fn run_client(socket: WebSocket, state: &AppState) {
                 Some(out) => {
                     if sink.send(Message::Text(out.text)).await.is_err() {
                         break;
+                    }
+                    if let Some(at) = out.upstream_at {
+                        let ns = u64::try_from(at.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                        if let Ok(mut guard) = state.shared.fanout_ns.lock()
+                            && let Some(h) = guard.as_mut()
+                        {
+                            h.saturating_record(ns.max(1));
+                        }
                     }
                 }
                 None => break,

@@ -30,7 +30,6 @@ use crate::{ServeConfig, SlowPolicy};
 pub(crate) type ClientId = u64;
 
 /// One frame for a client, with the instant its upstream frame arrived (fan-out delay).
-#[allow(dead_code)] // `upstream_at` feeds the fan-out histogram (next increment).
 pub(crate) struct Out {
     pub text: Utf8Bytes,
     pub upstream_at: Option<Instant>,

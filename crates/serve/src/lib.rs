@@ -14,6 +14,7 @@
 //! - `diff`: pure: the change that turns one book into another.
 //! - `frames`: snapshot and grouped-window frames of a book.
 //! - `hub`: the task that owns books, clients and subscriptions; fan-out and backpressure.
+//! - `metrics`: Prometheus text of the counters and the fan-out delay histogram.
 //! - `requests`: the JSON-RPC methods the hub answers (subscribe, unsubscribe, proxying).
 //! - `upstream`: the upstream WebSocket connection with reconnect.
 //! - `client`: one downstream WebSocket connection.
@@ -22,6 +23,7 @@ mod client;
 pub mod diff;
 mod frames;
 mod hub;
+pub mod metrics;
 mod requests;
 mod upstream;
 
@@ -33,7 +35,7 @@ use std::time::Duration;
 use ticktrade_sim::{SimConfig, SimHandle};
 use tokio::sync::{mpsc, watch};
 
-pub use hub::Totals;
+pub use hub::{ClientCounters, Totals};
 
 /// Where the market data comes from.
 #[derive(Clone, Debug)]
@@ -106,6 +108,8 @@ pub enum ServeError {
 pub(crate) struct Shared {
     pub connections: AtomicUsize,
     pub next_client: AtomicU64,
+    /// Fan-out delays (ns) of every frame written that came from an upstream frame.
+    pub fanout_ns: std::sync::Mutex<Option<hdrhistogram::Histogram<u64>>>,
 }
 
 /// A running server. Call [`ServeHandle::shutdown`] to stop it.
@@ -170,6 +174,9 @@ pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
     let (ready_tx, mut ready_rx) = watch::channel(false);
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let shared = Arc::new(Shared::default());
+    if let Ok(mut h) = shared.fanout_ns.lock() {
+        *h = metrics::new_histogram();
+    }
 
     let tasks = vec![
         tokio::spawn(upstream::run(url.clone(), up_rx, hub_tx.clone())),

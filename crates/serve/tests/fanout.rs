@@ -36,6 +36,17 @@ async fn call(ws: &mut Ws, id: u64, method: &str, params: Value) -> String {
     }
 }
 
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    tcp.write_all(req.as_bytes()).await.unwrap();
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).await.unwrap();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    text
+}
+
 async fn specs(url: &str) -> HashMap<String, InstrumentSpec> {
     let mut ws = connect(url).await;
     let reply = call(&mut ws, 1, "public/get_instruments", json!({"currency":"any"})).await;
@@ -157,5 +168,10 @@ async fn many_clients_follow_unbroken_chains_through_upstream_gaps() {
     let totals = serve.totals().await.unwrap();
     assert!(totals.resyncs >= 1, "no upstream resync happened: {totals:?}");
     assert_eq!(totals.drops, 0);
+    let metrics = http_get(serve.addr(), "/metrics").await;
+    // The clients have gone (their sockets dropped); their frames are in the totals.
+    assert!(metrics.contains(&format!("ticktrade_serve_messages_total {}\n", totals.messages)), "{metrics}");
+    let count = metrics.lines().find_map(|l| l.strip_prefix("ticktrade_serve_fanout_delay_seconds_count ")).unwrap();
+    assert!(count.parse::<u64>().unwrap() > CLIENTS as u64 * CHANGES, "{metrics}");
     serve.shutdown().await;
 }

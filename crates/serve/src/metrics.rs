@@ -1,0 +1,86 @@
+//! Counters and the fan-out delay histogram in Prometheus' text format (`GET /metrics`).
+//!
+//! Owns: the metric names and the text rendering.
+//! Must not: read a clock or do I/O (the front end passes the figures in).
+
+use std::fmt::Write as _;
+
+use hdrhistogram::Histogram;
+
+use crate::hub::Totals;
+
+/// A histogram of fan-out delays in nanoseconds (upstream frame received → downstream
+/// frame written), 1 ns to 60 s at 3 significant figures.
+pub(crate) fn new_histogram() -> Option<Histogram<u64>> {
+    Histogram::new_with_bounds(1, 60_000_000_000, 3).ok()
+}
+
+/// Renders totals, per-client counters and the fan-out delay quantiles.
+pub fn render(totals: &Totals, fanout_ns: &Histogram<u64>) -> String {
+    let mut out = String::with_capacity(2048);
+    let counters = [
+        ("messages", "Frames queued to clients.", totals.messages),
+        ("bytes", "Bytes queued to clients.", totals.bytes),
+        ("drops", "Frames not queued because a client's queue was full.", totals.drops),
+        ("conflations", "Times a slow client's books were conflated.", totals.conflations),
+        ("disconnects", "Slow clients disconnected.", totals.disconnects),
+        ("resyncs", "Upstream book resyncs sent on to clients as diffs.", totals.resyncs),
+        ("upstream_frames", "Frames received from upstream.", totals.upstream_frames),
+    ];
+    for (name, help, value) in counters {
+        let _ = writeln!(out, "# HELP ticktrade_serve_{name}_total {help}");
+        let _ = writeln!(out, "# TYPE ticktrade_serve_{name}_total counter");
+        let _ = writeln!(out, "ticktrade_serve_{name}_total {value}");
+    }
+    let _ = writeln!(out, "# HELP ticktrade_serve_clients Connected clients.");
+    let _ = writeln!(out, "# TYPE ticktrade_serve_clients gauge");
+    let _ = writeln!(out, "ticktrade_serve_clients {}", totals.clients.len());
+    let mut ids: Vec<&u64> = totals.clients.keys().collect();
+    ids.sort();
+    for (name, pick) in [
+        ("messages", (|c| c.messages) as fn(&crate::hub::ClientCounters) -> u64),
+        ("bytes", |c| c.bytes),
+        ("drops", |c| c.drops),
+        ("conflations", |c| c.conflations),
+    ] {
+        let _ = writeln!(out, "# TYPE ticktrade_serve_client_{name}_total counter");
+        for id in &ids {
+            let _ =
+                writeln!(out, "ticktrade_serve_client_{name}_total{{client=\"{id}\"}} {}", pick(&totals.clients[*id]));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "# HELP ticktrade_serve_fanout_delay_seconds Upstream frame received to downstream frame written."
+    );
+    let _ = writeln!(out, "# TYPE ticktrade_serve_fanout_delay_seconds summary");
+    for q in [0.5, 0.9, 0.99, 0.999] {
+        let secs = fanout_ns.value_at_quantile(q) as f64 / 1e9;
+        let _ = writeln!(out, "ticktrade_serve_fanout_delay_seconds{{quantile=\"{q}\"}} {secs:.9}");
+    }
+    let _ = writeln!(out, "ticktrade_serve_fanout_delay_seconds_count {}", fanout_ns.len());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hub::ClientCounters;
+
+    #[test]
+    fn renders_counters_clients_and_quantiles() {
+        let mut totals = Totals { messages: 7, resyncs: 2, ..Totals::default() };
+        totals.clients.insert(3, ClientCounters { messages: 5, bytes: 100, drops: 1, conflations: 1 });
+        let mut h = new_histogram().unwrap();
+        for ns in [1_000, 2_000, 3_000, 1_000_000] {
+            h.record(ns).unwrap();
+        }
+        let text = render(&totals, &h);
+        assert!(text.contains("ticktrade_serve_messages_total 7\n"), "{text}");
+        assert!(text.contains("ticktrade_serve_resyncs_total 2\n"));
+        assert!(text.contains("ticktrade_serve_clients 1\n"));
+        assert!(text.contains("ticktrade_serve_client_bytes_total{client=\"3\"} 100\n"));
+        assert!(text.contains("ticktrade_serve_fanout_delay_seconds_count 4\n"));
+        assert!(text.contains("ticktrade_serve_fanout_delay_seconds{quantile=\"0.5\"} 0.000002"), "{text}");
+    }
+}
