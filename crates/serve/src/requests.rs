@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use ticktrade_book::l2::L2Book;
+use ticktrade_core::Side;
 use ticktrade_deribit_proto::Id;
 use ticktrade_deribit_proto::channel::Channel;
 use ticktrade_deribit_proto::envelope::{ServerStamps, decode_request, encode_error, encode_result};
@@ -152,6 +153,11 @@ impl Hub {
                 encode_result(&mut out, id, r#""ok""#, stamps(us_in));
                 send(self, client, out);
             }
+            "public/get_order_book" if self.local_book_result(params).is_some() => {
+                let result = self.local_book_result(params).unwrap_or_default();
+                encode_result(&mut out, id, &result, stamps(us_in));
+                send(self, client, out);
+            }
             m if m.starts_with("public/") => {
                 if self.connected {
                     let method = m.to_owned();
@@ -178,6 +184,58 @@ impl Hub {
                 send(self, client, out);
             }
         }
+    }
+
+    /// `public/get_order_book` from the published book (on the same chain as the book
+    /// notifications), or `None` to ask upstream (book not kept here, or not synced).
+    fn local_book_result(&self, params: &str) -> Option<String> {
+        #[derive(Deserialize)]
+        struct BookParams {
+            instrument_name: String,
+            #[serde(default)]
+            depth: Option<usize>,
+        }
+        let p: BookParams = serde_json::from_str(params).ok()?;
+        let state = self.books.get(&p.instrument_name)?;
+        if self.cfg.raw || !state.published || state.book.is_stale() {
+            return None;
+        }
+        let depth = p.depth.unwrap_or(20).max(1);
+        let mut out = Vec::with_capacity(1024);
+        out.extend_from_slice(br#"{"timestamp":"#);
+        out.extend_from_slice(state.timestamp_ms.to_string().as_bytes());
+        out.extend_from_slice(br#","state":"open","instrument_name":"#);
+        ticktrade_deribit_proto::envelope::write_json_str(&mut out, &p.instrument_name);
+        out.extend_from_slice(br#","change_id":"#);
+        out.extend_from_slice(state.book.last_change_id().unwrap_or(0).to_string().as_bytes());
+        for (name, side) in [("bids", Side::Buy), ("asks", Side::Sell)] {
+            out.extend_from_slice(format!(r#","{name}":["#).as_bytes());
+            for (i, level) in state.book.top(side, depth).enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.push(b'[');
+                state.spec.write_price(level.price, &mut out);
+                out.push(b',');
+                state.spec.write_qty(level.qty, &mut out);
+                out.push(b']');
+            }
+            out.push(b']');
+            let best = state.book.best(side);
+            let key = if side == Side::Buy { "bid" } else { "ask" };
+            out.extend_from_slice(format!(r#","best_{key}_price":"#).as_bytes());
+            match best {
+                Some(l) => state.spec.write_price(l.price, &mut out),
+                None => out.extend_from_slice(b"null"),
+            }
+            out.extend_from_slice(format!(r#","best_{key}_amount":"#).as_bytes());
+            match best {
+                Some(l) => state.spec.write_qty(l.qty, &mut out),
+                None => out.push(b'0'),
+            }
+        }
+        out.push(b'}');
+        String::from_utf8(out).ok()
     }
 
     /// Subscribes `client` to the channels it may have; replies with the accepted ones, then

@@ -65,5 +65,20 @@ async fn filtered_config_serves_only_its_instruments() {
     let snapshot: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(snapshot["params"]["channel"], "book.ETH-PERPETUAL.100ms");
     assert_eq!(snapshot["params"]["data"]["type"], "snapshot");
+    // get_order_book answers from the same book, on the same chain.
+    let req = json!({"jsonrpc":"2.0","id":4,"method":"public/get_order_book","params":{"instrument_name":"ETH-PERPETUAL","depth":5}});
+    ws.send(Message::text(req.to_string())).await.unwrap();
+    let book = loop {
+        let Message::Text(text) = ws.next().await.unwrap().unwrap() else { continue };
+        let v: Value = serde_json::from_str(&text).unwrap();
+        if v["id"] == 4 {
+            break v;
+        }
+    };
+    let result = &book["result"];
+    assert_eq!(result["instrument_name"], "ETH-PERPETUAL");
+    assert!(result["change_id"].as_u64().unwrap() >= snapshot["params"]["data"]["change_id"].as_u64().unwrap());
+    assert!(!result["bids"].as_array().unwrap().is_empty() && result["bids"].as_array().unwrap().len() <= 5, "{book}");
+    assert_eq!(result["best_bid_price"], result["bids"][0][0]);
     handle.shutdown().await;
 }
