@@ -97,6 +97,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let serve = ticktrade_serve::spawn(config).await.context("starting the server")?;
         println!("ticktrade serve: market data from {} fanned out over Deribit's public API", args.upstream);
         println!("  websocket  {}", serve.ws_url());
+        if let Some(sim) = serve.sim() {
+            println!("  upstream   embedded simulator {} (REST {})", sim.ws_url(), sim.http_url());
+        }
         println!("  Ctrl-C stops it.");
         let period = Duration::from_secs(args.stats_interval_s.max(1));
         let mut ticker = tokio::time::interval(period);
