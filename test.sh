@@ -11,6 +11,16 @@ step "toolchain"
 cargo --version
 rustc --version
 
+step "system tools the tests drive (tmux for the interactive shell)"
+if ! command -v tmux >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq && apt-get install -y -qq tmux >/dev/null
+    else
+        sudo apt-get update -qq && sudo apt-get install -y -qq tmux >/dev/null
+    fi
+fi
+tmux -V
+
 step "format check"
 cargo fmt --all -- --check
 

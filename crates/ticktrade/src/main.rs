@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod hl;
 mod replay;
+mod serve;
 mod sim;
 mod trade;
 
@@ -32,6 +33,8 @@ enum Command {
     Bench(bench::Args),
     /// Hyperliquid order-book server fed from hl-node's data files (and its tools).
     Hl(hl::Args),
+    /// Market-data fan-out: one upstream feed served to many local clients in Deribit's protocol.
+    Serve(serve::Args),
     /// The embedded Deribit-compatible exchange on a port (WebSocket + HTTP JSON-RPC).
     Sim(sim::Args),
 }
@@ -43,6 +46,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::Bench(args)) => bench::run(args),
         Some(Command::Hl(args)) => hl::run(args),
         Some(Command::Sim(args)) => sim::run(args),
+        Some(Command::Serve(args)) => serve::run(args),
         Some(Command::Trade(args)) => trade::run(args),
         None => trade::run_default(),
     };

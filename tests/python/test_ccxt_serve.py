@@ -1,4 +1,3 @@
-# Staged copy of tests/python/test_ccxt_serve.py: move it there once main.rs wires `serve`.
 """ccxt, unchanged, against `ticktrade serve` (embedded simulator upstream): only its URLs are
 overridden. watch_order_book, watch_trades and watch_ticker stream through the fan-out server;
 ccxt's market list comes over REST from the upstream simulator the server prints.
