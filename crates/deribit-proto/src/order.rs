@@ -141,15 +141,7 @@ impl OrderEncoder {
     }
 }
 
-const POW10: [u64; 19] = {
-    let mut table = [1u64; 19];
-    let mut i = 1;
-    while i < 19 {
-        table[i] = table[i - 1] * 10;
-        i += 1;
-    }
-    table
-};
+use crate::scan::POW10_U64 as POW10;
 
 /// Appends `mantissa / 10^scale` as the shortest exact decimal (`64250.5`, `10`, `0.0001`).
 #[inline]

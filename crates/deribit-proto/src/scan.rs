@@ -358,7 +358,8 @@ pub(crate) fn offset(pos: usize) -> u32 {
     u32::try_from(pos).unwrap_or(u32::MAX)
 }
 
-const POW10_U64: [u64; 19] = {
+/// Powers of ten that fit `u64` (10^0 … 10^18), shared by the scanners and number writers.
+pub(crate) const POW10_U64: [u64; 19] = {
     let mut table = [1u64; 19];
     let mut i = 1;
     while i < 19 {

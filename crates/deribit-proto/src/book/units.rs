@@ -7,21 +7,13 @@
 
 use ticktrade_core::{Decimal, InstrumentSpec, NumberError, Price, Qty};
 
-const POW10: [i64; 19] = {
-    let mut table = [1i64; 19];
-    let mut i = 1;
-    while i < 19 {
-        table[i] = table[i - 1] * 10;
-        i += 1;
-    }
-    table
-};
+use crate::scan::POW10_U64 as POW10;
 
 /// `value / unit` when both fit `i64` arithmetic at the unit's scale; `None` to fall back.
 #[inline]
 fn units_fast(value: Decimal, unit: Decimal) -> Option<Result<i64, NumberError>> {
     let shift = unit.scale().checked_sub(value.scale())?;
-    let scaled = value.mantissa().checked_mul(POW10[usize::from(shift)])?;
+    let scaled = value.mantissa().checked_mul(POW10[usize::from(shift)] as i64)?;
     let step = unit.mantissa();
     if step <= 0 {
         return None;
@@ -65,7 +57,7 @@ pub(crate) fn write(units: i64, unit: Decimal, out: &mut Vec<u8>) {
         out.extend_from_slice(buf.format(magnitude).as_bytes());
         return;
     }
-    let pow = POW10[scale] as u64;
+    let pow = POW10[scale];
     let (int_part, mut frac) = (magnitude / pow, magnitude % pow);
     out.extend_from_slice(buf.format(int_part).as_bytes());
     if frac == 0 {
