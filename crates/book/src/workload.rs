@@ -16,22 +16,18 @@ use ticktrade_core::{Price, Qty, Side};
 
 use crate::l2::{Action, LevelUpdate};
 
-/// splitmix64: tiny, fast, and good enough for test streams.
+/// The core's splitmix64 with the helpers workloads draw from.
 #[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
+pub struct SplitMix64(ticktrade_core::SplitMix64);
 
 impl SplitMix64 {
     pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
+        SplitMix64(ticktrade_core::SplitMix64::new(seed))
     }
 
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `lo..=hi` (slightly biased for huge ranges; fine for workloads).

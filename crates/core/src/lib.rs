@@ -8,12 +8,14 @@
 //! # Layout
 //! - `decimal`: exact decimal parsing/printing and conversion to integer units.
 //! - `num`: `Price`, `Qty`, `Side`.
+//! - `rng`: `SplitMix64`, the seeded generator behind every synthetic stream.
 //! - `instrument`: `InstrumentId`, `InstrumentKind`, `InstrumentSpec`, `TickRule`.
 //! - `time`: `Mono`, `Utc`, `Clock`, `ManualClock`.
 
 pub mod decimal;
 pub mod instrument;
 pub mod num;
+pub mod rng;
 pub mod time;
 
 pub use decimal::{Decimal, write_units};
@@ -21,6 +23,7 @@ pub use instrument::{
     InstrumentId, InstrumentKind, InstrumentSpec, OptionType, Settlement, SpecError, TickRule, TickStep,
 };
 pub use num::{Price, Qty, Side};
+pub use rng::SplitMix64;
 pub use time::{Clock, ManualClock, Mono, Utc};
 
 /// A number that cannot be taken exactly.

@@ -11,7 +11,9 @@
 
 use std::collections::VecDeque;
 
-use ticktrade_core::{Decimal, InstrumentId, InstrumentKind, OptionType, Price, Qty, Settlement, Side, TickRule, Utc};
+use ticktrade_core::{
+    Decimal, InstrumentId, InstrumentKind, OptionType, Price, Qty, Settlement, Side, SplitMix64, TickRule, Utc,
+};
 
 use crate::engine::{Exchange, Request};
 use crate::event::Event;
@@ -63,17 +65,13 @@ pub struct StepStats {
     pub trades: u64,
 }
 
-/// splitmix64: small, fast, seeded.
+/// The core's splitmix64 with the draws the synthetic market needs.
 #[derive(Clone, Debug)]
-struct Rng(u64);
+struct Rng(SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     fn below(&mut self, n: u64) -> u64 {
         if n == 0 { 0 } else { self.next() % n }
@@ -181,7 +179,7 @@ impl SynthMarket {
             exchange.set_margin_exempt(AccountId(config.maker.0 + 1 + t), true);
         }
         SynthMarket {
-            rng: Rng(config.seed),
+            rng: Rng(SplitMix64::new(config.seed)),
             config,
             underlyings,
             quoted,

@@ -5,27 +5,23 @@
 //! Must not: bypass matching: synthetic orders go through `place`/`cancel` like anyone's, so
 //! the published book and trades are always the venue's real state.
 
-use ticktrade_core::{Qty, Side, Utc};
+use ticktrade_core::{Qty, Side, SplitMix64, Utc};
 use ticktrade_deribit_proto::api::{self, Num};
 
 use super::orders::Batch;
 use super::{Event, MAKER, OrderState, TAKER, Venue};
 
-/// SplitMix64: small, seeded, reproducible.
+/// The core's splitmix64 with the draws the synthetic market needs.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
+        Rng(SplitMix64::new(seed ^ 0x9E37_79B9_7F4A_7C15))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n` (`0` when `n == 0`).

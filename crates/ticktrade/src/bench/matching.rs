@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use ticktrade_book::l4::L4Book;
-use ticktrade_core::{Decimal, InstrumentId, Price, Qty, Side, Utc};
+use ticktrade_core::{Decimal, InstrumentId, Price, Qty, Side, SplitMix64, Utc};
 use ticktrade_exchange::naive::{NaiveKind, NaiveMatcher};
 use ticktrade_exchange::{
     AccountId, Catalogue, CatalogueParams, Config, EditParams, Event, Exchange, OrderType, PlaceParams, Request,
@@ -56,16 +56,12 @@ enum Op {
     Edit { id: u64, account: u32, price: i64, qty: i64 },
 }
 
-/// splitmix64: tiny, seeded, reproducible.
-struct Rng(u64);
+/// The core's splitmix64 with the draws the workload needs.
+struct Rng(SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
@@ -88,7 +84,7 @@ fn side_price(side: Side, depth: i64) -> i64 {
 }
 
 fn generate(n_ops: usize, seed: u64) -> Workload {
-    let mut rng = Rng(seed);
+    let mut rng = Rng(SplitMix64::new(seed));
     let mut next_id = 1u64;
     // The generator follows the book with the naive matcher, so cancels and edits address
     // orders that are still live (as a client's would) and the book keeps its size.
