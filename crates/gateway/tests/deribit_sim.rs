@@ -273,3 +273,39 @@ async fn token_is_refreshed_before_it_expires() {
     assert_eq!(venue.info().connects, 1, "refreshed in place, no reconnect");
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_token_mid_session_reauthenticates_and_retries() {
+    // The token lives 2 s; the first keepalive probe (and with it any refresh) comes only
+    // after 10 s, so the token expires under a live session and the venue answers 13009.
+    let sim = ticktrade_sim::spawn_loopback(SimConfig {
+        rate_per_s: 50,
+        min_heartbeat_s: 1,
+        token_expires_s: 2,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut cfg = config(&sim);
+    cfg.heartbeat_s = 10;
+    let venue = Deribit::new(cfg);
+    venue.connect().await.unwrap();
+    venue.positions(Filter::All).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2_600)).await;
+    // Several requests race into the expired token; each is retried after one re-auth.
+    let calls = (0..3).map(|_| {
+        let venue = venue.clone();
+        tokio::spawn(async move { venue.account(Some("BTC")).await })
+    });
+    for result in futures_util::future::join_all(calls).await {
+        result.unwrap().unwrap();
+    }
+    // An order sent on an expired token is placed exactly once.
+    tokio::time::sleep(Duration::from_millis(2_600)).await;
+    let id = resting_buy(&venue, "exp-1").await;
+    let open = venue.open_orders(Filter::All).await.unwrap();
+    assert_eq!(open.iter().filter(|o| o.label == "exp-1").map(|o| o.order_id.as_str()).collect::<Vec<_>>(), [id]);
+    assert_eq!(venue.info().connects, 1, "recovered in place, no reconnect");
+    assert!(venue.info().authenticated);
+    sim.shutdown().await;
+}

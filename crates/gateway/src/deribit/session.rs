@@ -54,6 +54,11 @@ pub(crate) struct Inner {
     pub(crate) oms: Mutex<OrderTracker>,
     limiter: Mutex<Limiter>,
     token: Mutex<Option<Token>>,
+    /// Bumped by every successful `public/auth`: a request that failed with 13009 re-auths
+    /// only if nobody else has since it was sent.
+    auth_epoch: AtomicU64,
+    /// One re-authentication at a time.
+    reauth: tokio::sync::Mutex<()>,
     pub(crate) authenticated: AtomicBool,
     pub(crate) closed: AtomicBool,
     pub(crate) connects: AtomicU64,
@@ -87,6 +92,8 @@ impl Inner {
             instruments: Mutex::new(HashMap::new()),
             oms: Mutex::new(OrderTracker::new()),
             token: Mutex::new(None),
+            auth_epoch: AtomicU64::new(0),
+            reauth: tokio::sync::Mutex::new(()),
             authenticated: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             connects: AtomicU64::new(0),
@@ -143,6 +150,9 @@ impl Inner {
     }
 
     /// One request: wait for readiness (user calls), take credits, send, await the answer.
+    /// A private call refused with 13009 (the access token expired or was revoked
+    /// mid-session) re-authenticates on the same connection and is sent once more: the
+    /// venue refused it before acting on it, so the retry cannot duplicate anything.
     pub(crate) async fn call_raw(
         &self,
         method: &str,
@@ -152,6 +162,48 @@ impl Inner {
         if gate == Gate::Ready && *self.state.borrow() != ConnState::Ready {
             self.wait_ready(self.config.request_timeout * 2).await?;
         }
+        let epoch = self.auth_epoch.load(Ordering::Acquire);
+        let answer = self.send(method, params).await;
+        match &answer {
+            Err(VenueError::Rejected { code: c, .. })
+                if *c == i64::from(code::UNAUTHORIZED)
+                    && gate == Gate::Ready
+                    && method.starts_with("private/")
+                    && method != "private/logout"
+                    && self.config.credentials.is_some() =>
+            {
+                tracing::info!(method, "access token refused (13009); re-authenticating and retrying once");
+                Box::pin(self.reauthenticate(epoch)).await?;
+                self.send(method, params).await
+            }
+            _ => answer,
+        }
+    }
+
+    /// Re-authenticates after a 13009 unless another request already did since `epoch`.
+    async fn reauthenticate(&self, epoch: u64) -> Result<(), VenueError> {
+        let _one = self.reauth.lock().await;
+        if self.auth_epoch.load(Ordering::Acquire) != epoch {
+            return Ok(());
+        }
+        self.authenticate(Gate::Setup, false).await?;
+        // The new token starts a new authorization; ask again for cancel-on-disconnect.
+        self.set_cancel_on_disconnect().await
+    }
+
+    async fn set_cancel_on_disconnect(&self) -> Result<(), VenueError> {
+        let scope = api::CancelOnDisconnectParams { scope: Some("connection".into()) };
+        let method = if self.config.cancel_on_disconnect {
+            "private/enable_cancel_on_disconnect"
+        } else {
+            "private/disable_cancel_on_disconnect"
+        };
+        let _: (serde_json::Value, _) = self.call(method, &scope, Gate::Setup).await?;
+        Ok(())
+    }
+
+    /// Takes credits, sends, awaits the answer; notes a 10028.
+    async fn send(&self, method: &str, params: &impl serde::Serialize) -> Result<Answer, VenueError> {
         self.take_credits(class_of(method)).await;
         let started = Instant::now();
         let answer = self.rpc.call(method, params, self.config.request_timeout, started).await;
@@ -186,6 +238,7 @@ impl Inner {
         }
         let rule = self.config.limits.non_matching;
         let refill_ms = rule.cost * 1_000 / rule.refill_per_s.max(1);
+        tracing::warn!(retry_after_ms = refill_ms, "venue answered 10028 too_many_requests; backing off");
         self.emit(VenueEvent::Throttled { retry_after_ms: refill_ms });
         // Deribit ends the session after 10028; the supervisor reconnects after its backoff.
     }
@@ -308,6 +361,8 @@ impl Inner {
             });
         }
         self.authenticated.store(true, Ordering::Relaxed);
+        self.auth_epoch.fetch_add(1, Ordering::AcqRel);
+        tracing::debug!(refresh, expires_in_s = lifetime.as_secs(), "authenticated");
         Ok(())
     }
 
@@ -320,13 +375,7 @@ impl Inner {
         let _: (serde_json::Value, _) = self.call("public/set_heartbeat", &hb, Gate::Setup).await?;
         if self.config.credentials.is_some() {
             self.authenticate(Gate::Setup, false).await?;
-            let scope = api::CancelOnDisconnectParams { scope: Some("connection".into()) };
-            let method = if self.config.cancel_on_disconnect {
-                "private/enable_cancel_on_disconnect"
-            } else {
-                "private/disable_cancel_on_disconnect"
-            };
-            let _: (serde_json::Value, _) = self.call(method, &scope, Gate::Setup).await?;
+            self.set_cancel_on_disconnect().await?;
             if let Ok(mut subs) = self.subs.lock() {
                 subs.entry(Subscription::UserChanges).or_default();
             }
@@ -378,6 +427,7 @@ impl Inner {
         if !first {
             return;
         }
+        tracing::info!(%instrument, "book sequence gap; resyncing from a fresh snapshot");
         let inner = self.clone();
         tokio::spawn(async move {
             let channel = inner.channel_of(&Subscription::Book(instrument.clone()));
@@ -534,6 +584,7 @@ async fn keepalive(inner: Arc<Inner>, kill: Arc<Notify>) {
         tokio::time::sleep(interval).await;
         let probe = inner.rpc.call("public/test", &api::TestParams::default(), interval, Instant::now()).await;
         if matches!(probe, Err(VenueError::Timeout { .. }) | Err(VenueError::Disconnected(_))) {
+            tracing::warn!("heartbeat probe unanswered; dropping the connection");
             kill.notify_one();
             return;
         }
@@ -549,7 +600,8 @@ async fn keepalive(inner: Arc<Inner>, kill: Arc<Notify>) {
                 })
             })
             .unwrap_or(false);
-        if refresh_due && inner.authenticate(Gate::Setup, true).await.is_err() {
+        if refresh_due && let Err(err) = inner.authenticate(Gate::Setup, true).await {
+            tracing::warn!(error = %err, "token refresh refused; reconnecting");
             // Refresh refused: a full re-auth on a new connection.
             kill.notify_one();
             return;
@@ -566,6 +618,7 @@ pub(crate) async fn supervise(inner: Arc<Inner>) {
         let ws = match connect_ws(&inner.config.url, &inner.config.connect).await {
             Ok(ws) => ws,
             Err(err) => {
+                tracing::debug!(url = %inner.config.url, error = %err, "connect failed");
                 if let Ok(mut last) = inner.last_error.lock() {
                     *last = Some(VenueError::Disconnected(err.to_string()));
                 }
@@ -587,6 +640,7 @@ pub(crate) async fn supervise(inner: Arc<Inner>) {
                 if let Ok(mut last) = inner.last_error.lock() {
                     *last = None;
                 }
+                tracing::info!(url = %inner.config.url, connects = inner.connects.load(Ordering::Relaxed), "session ready");
                 inner.set_state(ConnState::Ready);
                 let alive = tokio::spawn(keepalive(inner.clone(), kill.clone()));
                 let connected_at = Instant::now();
@@ -597,6 +651,7 @@ pub(crate) async fn supervise(inner: Arc<Inner>) {
                 }
             }
             Err(err) => {
+                tracing::warn!(error = %err, "session setup failed");
                 let fatal = matches!(err, VenueError::NotAuthenticated(_));
                 if let Ok(mut last) = inner.last_error.lock() {
                     *last = Some(err);
@@ -618,7 +673,9 @@ pub(crate) async fn supervise(inner: Arc<Inner>) {
             break;
         }
         inner.set_state(ConnState::Disconnected);
-        tokio::time::sleep(backoff.next_delay()).await;
+        let delay = backoff.next_delay();
+        tracing::info!(delay_ms = delay.as_millis() as u64, "connection lost; reconnecting after backoff");
+        tokio::time::sleep(delay).await;
     }
     inner.set_state(ConnState::Closed);
 }
