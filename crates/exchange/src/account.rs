@@ -5,8 +5,9 @@
 //! and options: `coin × (b − a)`), and the initial-margin check behind `10009 not_enough_funds`.
 //! Must not: touch the book or emit events (the engine does both).
 //!
-//! Money (balances, fees, PnL, margin) is `f64` in the settlement currency, as Deribit
-//! reports it: these are statistics, never an order price or size.
+//! Money (balances, fees, PnL, equity, margin, and the mark and average prices they use) is
+//! [`Money`]: an exact fixed-point count of 10^-18 units, never `f64`. Sums are exact; each
+//! product or quotient rounds half away from zero at the 18th place (see `money`).
 //!
 //! # Margin model (simple, documented, deterministic)
 //! - Futures (inverse and linear): initial margin `IM_RATE` (2 %) of the notional at mark,
@@ -20,15 +21,22 @@
 //! - `available_funds = equity − position IM − open-order IM`; an order is refused when its
 //!   own IM exceeds it. `equity = balance + unrealised PnL`.
 
+use std::ops::{Div, Mul};
+
 use rustc_hash::FxHashMap;
 use ticktrade_core::{InstrumentId, InstrumentKind, Price, Qty, Side};
 
 use crate::catalogue::{CurrencyId, Instrument};
+use crate::money::Money;
 
-pub const IM_RATE: f64 = 0.02;
-pub const MM_RATE: f64 = 0.01;
-const OPTION_SHORT_IM: f64 = 0.10;
-const OPTION_SHORT_MM: f64 = 0.075;
+/// Initial margin rate of futures: 2 %.
+pub const IM_RATE: Money = Money::from_raw(20_000_000_000_000_000);
+/// Maintenance margin rate of futures: 1 %.
+pub const MM_RATE: Money = Money::from_raw(10_000_000_000_000_000);
+const OPTION_SHORT_IM: Money = Money::from_raw(100_000_000_000_000_000); // 0.10
+const OPTION_SHORT_MM: Money = Money::from_raw(75_000_000_000_000_000); // 0.075
+const OPTION_FEE_CAP: Money = Money::from_raw(125_000_000_000_000_000); // 12.5 % of the premium
+const HALF: Money = Money::from_raw(500_000_000_000_000_000);
 
 /// An account's position in one instrument.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -37,10 +45,10 @@ pub struct Position {
     /// Signed size in lots: positive long, negative short.
     pub size: i64,
     /// Average entry price in the instrument's price unit (harmonic for inverse futures).
-    pub average_price: f64,
-    pub realized_pnl: f64,
+    pub average_price: Money,
+    pub realized_pnl: Money,
     /// Fees paid on this instrument (settlement currency).
-    pub fees: f64,
+    pub fees: Money,
 }
 
 impl Position {
@@ -57,13 +65,13 @@ impl Position {
 /// One currency of an account.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Balance {
-    pub balance: f64,
-    /// Initial margin reserved by open orders (kept incrementally).
-    pub orders_im: f64,
+    pub balance: Money,
+    /// Initial margin reserved by open orders (kept incrementally, exactly).
+    pub orders_im: Money,
     pub n_open_orders: u32,
     /// Realised PnL and fees since the account opened (Deribit's session figures).
-    pub session_rpl: f64,
-    pub fees: f64,
+    pub session_rpl: Money,
+    pub fees: Money,
 }
 
 /// An account: balances per currency (index = `CurrencyId`) and positions.
@@ -79,75 +87,82 @@ pub struct Account {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct AccountSummary {
     pub currency: CurrencyId,
-    pub balance: f64,
-    pub equity: f64,
-    pub margin_balance: f64,
-    pub initial_margin: f64,
-    pub maintenance_margin: f64,
-    pub available_funds: f64,
-    pub session_upl: f64,
-    pub session_rpl: f64,
-    pub total_pl: f64,
-    pub fees: f64,
-    pub delta_total: f64,
+    pub balance: Money,
+    pub equity: Money,
+    pub margin_balance: Money,
+    pub initial_margin: Money,
+    pub maintenance_margin: Money,
+    pub available_funds: Money,
+    pub session_upl: Money,
+    pub session_rpl: Money,
+    pub total_pl: Money,
+    pub fees: Money,
+    pub delta_total: Money,
 }
 
 /// Market prices the margin and PnL formulas need for one instrument.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Marks {
-    pub mark: f64,
-    pub index: f64,
+    pub mark: Money,
+    pub index: Money,
 }
 
 /// Fee of a fill in the settlement currency.
-pub fn fee(inst: &Instrument, price: Price, qty: Qty, maker: bool) -> f64 {
+pub fn fee(inst: &Instrument, price: Price, qty: Qty, maker: bool) -> Money {
     let rate = if maker { inst.maker_rate } else { inst.taker_rate };
-    let amount = inst.amount_f64(qty);
-    let px = inst.price_f64(price);
+    if rate.is_zero() {
+        return Money::ZERO;
+    }
+    let amount = inst.amount_money(qty);
+    let px = inst.price_money(price);
     match inst.spec.kind {
         InstrumentKind::Future | InstrumentKind::FutureCombo if inst.is_inverse_future() => {
-            if px > 0.0 {
-                amount / px * rate
+            if px.is_positive() {
+                amount.div(px).mul(rate)
             } else {
-                0.0
+                Money::ZERO
             }
         }
-        InstrumentKind::Option | InstrumentKind::OptionCombo => (amount * rate).min(amount * px * 0.125),
-        _ => amount * px * rate,
+        InstrumentKind::Option | InstrumentKind::OptionCombo => {
+            amount.mul(rate).min(amount.mul(px).mul(OPTION_FEE_CAP))
+        }
+        _ => amount.mul(px).mul(rate),
     }
 }
 
 /// PnL of closing `amount` (in amount units) of a long bought at `avg` at `price`
 /// (negate for a short).
-fn long_pnl(inverse: bool, amount: f64, avg: f64, price: f64) -> f64 {
+fn long_pnl(inverse: bool, amount: Money, avg: Money, price: Money) -> Money {
     if inverse {
-        if avg > 0.0 && price > 0.0 { amount * (1.0 / avg - 1.0 / price) } else { 0.0 }
+        if avg.is_positive() && price.is_positive() { amount.div(avg) - amount.div(price) } else { Money::ZERO }
     } else {
-        amount * (price - avg)
+        amount.mul(price - avg)
     }
 }
 
 impl Position {
     /// Applies a fill and returns the PnL it realised.
-    pub fn apply_fill(&mut self, inst: &Instrument, side: Side, price: Price, qty: Qty) -> f64 {
+    pub fn apply_fill(&mut self, inst: &Instrument, side: Side, price: Price, qty: Qty) -> Money {
         let inverse = inst.is_inverse_future();
-        let px = inst.price_f64(price);
+        let px = inst.price_money(price);
         let delta = side.sign() * qty.raw();
-        let mut realized = 0.0;
+        let mut realized = Money::ZERO;
         if self.size == 0 || self.size.signum() == delta.signum() {
-            let old = self.size.unsigned_abs() as f64;
-            let add = delta.unsigned_abs() as f64;
-            self.average_price = if old == 0.0 {
+            let old = self.size.unsigned_abs() as i64;
+            let add = delta.unsigned_abs() as i64;
+            self.average_price = if old == 0 {
                 px
             } else if inverse {
-                (old + add) / (old / self.average_price + add / px)
+                // (old + add) / (old / avg + add / px), in lots (the lot size cancels).
+                let coin = Money::from_int(old).div(self.average_price) + Money::from_int(add).div(px);
+                Money::from_int(old + add).div(coin)
             } else {
-                (old * self.average_price + add * px) / (old + add)
+                (self.average_price.mul_int(old) + px.mul_int(add)).div_int(old + add)
             };
             self.size += delta;
         } else {
-            let closing = delta.unsigned_abs().min(self.size.unsigned_abs());
-            let amount = closing as f64 * inst.qty_unit_f64;
+            let closing = delta.unsigned_abs().min(self.size.unsigned_abs()) as i64;
+            let amount = inst.qty_unit_money.mul_int(closing);
             let pnl = long_pnl(inverse, amount, self.average_price, px);
             realized = if self.size > 0 { pnl } else { -pnl };
             self.size += delta;
@@ -155,7 +170,7 @@ impl Position {
                 // Flipped through zero: the rest opens at this price.
                 self.average_price = px;
             } else if self.size == 0 {
-                self.average_price = 0.0;
+                self.average_price = Money::ZERO;
             }
         }
         self.realized_pnl += realized;
@@ -163,44 +178,44 @@ impl Position {
     }
 
     /// Unrealised PnL at `mark` (settlement currency).
-    pub fn floating_pnl(&self, inst: &Instrument, mark: f64) -> f64 {
-        if self.size == 0 || mark <= 0.0 {
-            return 0.0;
+    pub fn floating_pnl(&self, inst: &Instrument, mark: Money) -> Money {
+        if self.size == 0 || !mark.is_positive() {
+            return Money::ZERO;
         }
-        let amount = self.size.unsigned_abs() as f64 * inst.qty_unit_f64;
+        let amount = inst.qty_unit_money.mul_int(self.size.abs());
         let pnl = long_pnl(inst.is_inverse_future(), amount, self.average_price, mark);
         if self.size > 0 { pnl } else { -pnl }
     }
 
     /// (initial, maintenance) margin at `mark`.
-    pub fn margins(&self, inst: &Instrument, mark: f64) -> (f64, f64) {
-        let amount = self.size.unsigned_abs() as f64 * inst.qty_unit_f64;
+    pub fn margins(&self, inst: &Instrument, mark: Money) -> (Money, Money) {
+        let amount = inst.qty_unit_money.mul_int(self.size.abs());
         match inst.spec.kind {
             InstrumentKind::Option | InstrumentKind::OptionCombo => {
                 if self.size > 0 {
-                    (self.average_price * amount, 0.0)
+                    (self.average_price.mul(amount), Money::ZERO)
                 } else {
-                    ((OPTION_SHORT_IM + mark) * amount, (OPTION_SHORT_MM + mark) * amount)
+                    ((OPTION_SHORT_IM + mark).mul(amount), (OPTION_SHORT_MM + mark).mul(amount))
                 }
             }
-            InstrumentKind::Spot => (0.0, 0.0),
+            InstrumentKind::Spot => (Money::ZERO, Money::ZERO),
             _ => {
                 let notional = notional(inst, amount, mark);
-                (notional * IM_RATE, notional * MM_RATE)
+                (notional.mul(IM_RATE), notional.mul(MM_RATE))
             }
         }
     }
 
     /// Delta in coin: futures size in base coin, options their size (a rough delta of ±1/2).
-    pub fn delta(&self, inst: &Instrument, index: f64) -> f64 {
-        let amount = self.size as f64 * inst.qty_unit_f64;
+    pub fn delta(&self, inst: &Instrument, index: Money) -> Money {
+        let amount = inst.qty_unit_money.mul_int(self.size);
         match inst.spec.kind {
-            InstrumentKind::Option | InstrumentKind::OptionCombo => amount * 0.5,
+            InstrumentKind::Option | InstrumentKind::OptionCombo => amount.mul(HALF),
             _ if inst.is_inverse_future() => {
-                if index > 0.0 {
-                    amount / index
+                if index.is_positive() {
+                    amount.div(index)
                 } else {
-                    0.0
+                    Money::ZERO
                 }
             }
             _ => amount,
@@ -209,28 +224,32 @@ impl Position {
 }
 
 /// Notional of a futures amount in the settlement currency.
-fn notional(inst: &Instrument, amount: f64, price: f64) -> f64 {
-    if inst.is_inverse_future() { if price > 0.0 { amount / price } else { 0.0 } } else { amount * price }
+fn notional(inst: &Instrument, amount: Money, price: Money) -> Money {
+    if inst.is_inverse_future() {
+        if price.is_positive() { amount.div(price) } else { Money::ZERO }
+    } else {
+        amount.mul(price)
+    }
 }
 
 /// Initial margin an open order of `qty` at `price` reserves, and in which currency.
-pub fn order_margin(inst: &Instrument, side: Side, price: f64, qty: Qty) -> (CurrencyId, f64) {
-    let amount = inst.amount_f64(qty);
+pub fn order_margin(inst: &Instrument, side: Side, price: Money, qty: Qty) -> (CurrencyId, Money) {
+    let amount = inst.amount_money(qty);
     match inst.spec.kind {
         InstrumentKind::Spot => match side {
-            Side::Buy => (inst.quote, amount * price),
+            Side::Buy => (inst.quote, amount.mul(price)),
             Side::Sell => (inst.base, amount),
         },
         InstrumentKind::Option | InstrumentKind::OptionCombo => match side {
-            Side::Buy => (inst.settlement_currency, amount * price),
-            Side::Sell => (inst.settlement_currency, (OPTION_SHORT_IM + price) * amount),
+            Side::Buy => (inst.settlement_currency, amount.mul(price)),
+            Side::Sell => (inst.settlement_currency, (OPTION_SHORT_IM + price).mul(amount)),
         },
-        _ => (inst.settlement_currency, notional(inst, amount, price) * IM_RATE),
+        _ => (inst.settlement_currency, notional(inst, amount, price).mul(IM_RATE)),
     }
 }
 
 impl Account {
-    pub fn new(initial: &[f64]) -> Account {
+    pub fn new(initial: &[Money]) -> Account {
         Account {
             balances: initial.iter().map(|&balance| Balance { balance, ..Balance::default() }).collect(),
             positions: FxHashMap::default(),
@@ -253,7 +272,7 @@ impl Account {
         instruments: impl Fn(u32) -> Option<(&'a Instrument, Marks)>,
     ) -> AccountSummary {
         let bal = self.balances.get(usize::from(currency.0)).copied().unwrap_or_default();
-        let (mut upl, mut im, mut mm, mut delta) = (0.0, 0.0, 0.0, 0.0);
+        let (mut upl, mut im, mut mm, mut delta) = (Money::ZERO, Money::ZERO, Money::ZERO, Money::ZERO);
         for (&inst_id, pos) in &self.positions {
             let Some((inst, marks)) = instruments(inst_id) else { continue };
             if inst.settlement_currency != currency || pos.size == 0 {
@@ -266,7 +285,7 @@ impl Account {
             delta += pos.delta(inst, marks.index);
         }
         let equity = bal.balance + upl;
-        let initial_margin = im + bal.orders_im.max(0.0);
+        let initial_margin = im + bal.orders_im.max(Money::ZERO);
         AccountSummary {
             currency,
             balance: bal.balance,
@@ -288,26 +307,30 @@ impl Account {
 mod tests {
     use super::*;
     use crate::catalogue::{Catalogue, CatalogueParams};
+    use ticktrade_core::Decimal;
 
     fn cat() -> Catalogue {
         Catalogue::builtin(CatalogueParams::default()).unwrap()
     }
 
+    fn m(s: &str) -> Money {
+        Money::from_decimal(Decimal::parse(s).unwrap())
+    }
+
     #[test]
-    fn inverse_pnl_and_fees() {
+    fn inverse_pnl_and_fees_are_exact() {
         let c = cat();
         let perp = c.by_name("BTC-PERPETUAL").unwrap();
         let mut pos = Position::default();
         // Buy 1000 USD (100 lots of 10) at 50 000, sell at 100 000: 0.02 − 0.01 = 0.01 BTC.
-        assert_eq!(pos.apply_fill(perp, Side::Buy, Price::from_raw(100_000), Qty::from_raw(100)), 0.0);
+        assert_eq!(pos.apply_fill(perp, Side::Buy, Price::from_raw(100_000), Qty::from_raw(100)), Money::ZERO);
         assert_eq!(pos.direction(), "buy");
         let pnl = pos.apply_fill(perp, Side::Sell, Price::from_raw(200_000), Qty::from_raw(100));
-        assert!((pnl - 0.01).abs() < 1e-12, "{pnl}");
+        assert_eq!(pnl, m("0.01"));
         assert_eq!(pos.size, 0);
-        // Taker fee 0.05 % of 1000 USD at 50 000 = 0.00001 BTC.
-        let f = fee(perp, Price::from_raw(100_000), Qty::from_raw(100), false);
-        assert!((f - 0.00001).abs() < 1e-15);
-        assert_eq!(fee(perp, Price::from_raw(100_000), Qty::from_raw(100), true), 0.0);
+        // Taker fee 0.05 % of 1000 USD at 50 000 = 0.00001 BTC, exactly.
+        assert_eq!(fee(perp, Price::from_raw(100_000), Qty::from_raw(100), false), m("0.00001"));
+        assert_eq!(fee(perp, Price::from_raw(100_000), Qty::from_raw(100), true), Money::ZERO);
     }
 
     #[test]
@@ -317,10 +340,10 @@ mod tests {
         let mut pos = Position::default();
         pos.apply_fill(perp, Side::Sell, Price::from_raw(100_000), Qty::from_raw(1));
         pos.apply_fill(perp, Side::Sell, Price::from_raw(200_000), Qty::from_raw(1));
-        // 20 USD over 10/50 000 + 10/100 000 coin: 66 666.67.
-        assert!((pos.average_price - 66_666.666_666_666_67).abs() < 1e-6);
+        // 20 USD over 10/50 000 + 10/100 000 coin: 66 666.67 (rounded at the 18th place).
+        assert_eq!(pos.average_price.to_string(), "66666.666666666666666667");
         pos.apply_fill(perp, Side::Buy, Price::from_raw(100_000), Qty::from_raw(3));
-        assert_eq!((pos.size, pos.average_price), (1, 50_000.0));
+        assert_eq!((pos.size, pos.average_price), (1, m("50000")));
     }
 
     #[test]
@@ -330,11 +353,21 @@ mod tests {
         let mut pos = Position::default();
         // 1 BTC = 10 000 lots of 0.0001; price in ticks of 0.1.
         pos.apply_fill(lin, Side::Buy, Price::from_raw(900_000), Qty::from_raw(10_000));
-        assert!((pos.floating_pnl(lin, 91_000.0) - 1_000.0).abs() < 1e-6);
-        let (im, mm) = pos.margins(lin, 90_000.0);
-        assert!((im - 1_800.0).abs() < 1e-6 && (mm - 900.0).abs() < 1e-6);
-        let (ccy, need) = order_margin(lin, Side::Buy, 90_000.0, Qty::from_raw(10_000));
+        assert_eq!(pos.floating_pnl(lin, m("91000")), m("1000"));
+        assert_eq!(pos.margins(lin, m("90000")), (m("1800"), m("900")));
+        let (ccy, need) = order_margin(lin, Side::Buy, m("90000"), Qty::from_raw(10_000));
         assert_eq!(c.currency_name(ccy), "USDC");
-        assert!((need - 1_800.0).abs() < 1e-6);
+        assert_eq!(need, m("1800"));
+    }
+
+    #[test]
+    fn many_small_fees_sum_exactly() {
+        let c = cat();
+        let lin = c.by_name("BTC_USDC-PERPETUAL").unwrap();
+        // 0.001 BTC at 90 000.1 with a 0.05 % taker fee = 0.04500005 USDC, 1000 times.
+        let one = fee(lin, Price::from_raw(900_001), Qty::from_raw(10), false);
+        assert_eq!(one, m("0.04500005"));
+        let total: Money = (0..1000).map(|_| one).sum();
+        assert_eq!(total, m("45.00005"));
     }
 }

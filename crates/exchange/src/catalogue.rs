@@ -8,6 +8,7 @@
 //! Must not: read a clock (the caller passes "today"), parse JSON (specs parsed from
 //! `public/get_instruments` come in through [`Catalogue::from_specs`]).
 
+use crate::money::Money;
 use rustc_hash::FxHashMap;
 use ticktrade_core::{
     Decimal, InstrumentId, InstrumentKind, InstrumentSpec, OptionType, Settlement, SpecError, TickRule, TickStep, Utc,
@@ -68,8 +69,11 @@ pub struct Instrument {
     pub is_active: bool,
     /// Prefix of this instrument's order ids (`ETH` in `ETH-584849853`, `USDC` for linear).
     pub order_id_prefix: String,
-    pub(crate) maker_rate: f64,
-    pub(crate) taker_rate: f64,
+    pub(crate) maker_rate: Money,
+    pub(crate) taker_rate: Money,
+    /// One tick and one lot, exactly (the accounting formulas' inputs).
+    pub(crate) tick_money: Money,
+    pub(crate) qty_unit_money: Money,
     pub(crate) tick_f64: f64,
     pub(crate) qty_unit_f64: f64,
 }
@@ -91,6 +95,16 @@ impl Instrument {
     /// A price in ticks as an `f64` in the instrument's price unit (statistics and margin only).
     pub fn price_f64(&self, price: ticktrade_core::Price) -> f64 {
         price.raw() as f64 * self.tick_f64
+    }
+
+    /// A price in ticks, exactly, in the instrument's price unit.
+    pub fn price_money(&self, price: ticktrade_core::Price) -> Money {
+        self.tick_money.mul_int(price.raw())
+    }
+
+    /// A quantity in lots, exactly, in the amount unit (USD for inverse futures, coin otherwise).
+    pub fn amount_money(&self, qty: ticktrade_core::Qty) -> Money {
+        self.qty_unit_money.mul_int(qty.raw())
     }
 
     /// A quantity in lots as an `f64` in the amount unit (USD for inverse futures, coin otherwise).
@@ -250,8 +264,10 @@ impl Catalogue {
         let tick = spec.tick();
         let instrument = Instrument {
             instrument_id: 100_000 + id.0,
-            maker_rate: maker.to_f64_lossy(),
-            taker_rate: taker.to_f64_lossy(),
+            maker_rate: Money::from_decimal(maker),
+            taker_rate: Money::from_decimal(taker),
+            tick_money: Money::from_decimal(tick),
+            qty_unit_money: Money::from_decimal(spec.qty_unit),
             tick_f64: tick.to_f64_lossy(),
             qty_unit_f64: spec.qty_unit.to_f64_lossy(),
             maker_commission: maker,
@@ -282,8 +298,8 @@ impl Catalogue {
         if let Some(inst) = self.instruments.get_mut(id.0 as usize) {
             inst.maker_commission = maker;
             inst.taker_commission = taker;
-            inst.maker_rate = maker.to_f64_lossy();
-            inst.taker_rate = taker.to_f64_lossy();
+            inst.maker_rate = Money::from_decimal(maker);
+            inst.taker_rate = Money::from_decimal(taker);
         }
     }
 

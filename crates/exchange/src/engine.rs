@@ -19,6 +19,7 @@ use crate::account::{Account, order_margin};
 use crate::catalogue::{Catalogue, CurrencyId, Instrument, SETTLEMENT_HOUR_MS};
 use crate::event::{Event, PublicTrade, Reply, UserTrade};
 use crate::history::History;
+use crate::money::Money;
 use crate::order::{
     AccountId, CancelReason, EditParams, Label, Order, OrderFilter, OrderState, OrderType, PlaceParams, Size,
     TimeInForce, Trigger,
@@ -48,7 +49,7 @@ pub enum SelfTrade {
 pub struct Config {
     pub self_trade: SelfTrade,
     /// Balance a new account starts with, per currency name (others start at zero).
-    pub initial_balances: Vec<(String, f64)>,
+    pub initial_balances: Vec<(String, Money)>,
     /// How many closed orders and user trades are kept for queries (oldest dropped).
     pub history_len: usize,
     /// Public trades kept per instrument for `get_last_trades_by_instrument`.
@@ -63,7 +64,11 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             self_trade: SelfTrade::CancelMaker,
-            initial_balances: vec![("BTC".into(), 10.0), ("ETH".into(), 100.0), ("USDC".into(), 1_000_000.0)],
+            initial_balances: vec![
+                ("BTC".into(), Money::from_int(10)),
+                ("ETH".into(), Money::from_int(100)),
+                ("USDC".into(), Money::from_int(1_000_000)),
+            ],
             history_len: 10_000,
             recent_trades_len: 100,
             candles_len: 1_440,
@@ -111,7 +116,7 @@ pub(crate) struct Market {
     pub last: Option<Price>,
     pub tick_direction: u8,
     /// Mark price in the instrument's price unit; 0 = unset (falls back to index or last).
-    pub mark: f64,
+    pub mark: Money,
     pub volume: Qty,
     pub open_interest: i64,
     /// Untriggered orders waiting on this instrument's prices.
@@ -140,12 +145,12 @@ pub(crate) struct Scratch {
 pub struct Exchange {
     pub(crate) catalogue: Catalogue,
     pub(crate) config: Config,
-    pub(crate) initial_balances: Vec<f64>,
+    pub(crate) initial_balances: Vec<Money>,
     pub(crate) markets: Vec<Market>,
     pub(crate) orders: FxHashMap<u64, Order>,
     pub(crate) closed: History,
     pub(crate) accounts: FxHashMap<AccountId, Account>,
-    pub(crate) index_prices: Vec<f64>,
+    pub(crate) index_prices: Vec<Money>,
     pub(crate) next_order_id: u64,
     pub(crate) next_trade_id: u64,
     pub(crate) user_trades: VecDeque<UserTrade>,
@@ -160,7 +165,7 @@ impl Exchange {
         let initial_balances = (0..catalogue.currencies().len())
             .map(|i| {
                 let name = catalogue.currency_name(CurrencyId(i as u8));
-                config.initial_balances.iter().find(|(n, _)| n == name).map_or(0.0, |(_, v)| *v)
+                config.initial_balances.iter().find(|(n, _)| n == name).map_or(Money::ZERO, |(_, v)| *v)
             })
             .collect();
         let markets = catalogue
@@ -171,7 +176,7 @@ impl Exchange {
                 trade_seq: 0,
                 last: None,
                 tick_direction: 0,
-                mark: 0.0,
+                mark: Money::ZERO,
                 volume: Qty::ZERO,
                 open_interest: 0,
                 triggers: Vec::new(),
@@ -182,7 +187,7 @@ impl Exchange {
             })
             .collect();
         Exchange {
-            index_prices: vec![0.0; catalogue.indexes().len()],
+            index_prices: vec![Money::ZERO; catalogue.indexes().len()],
             initial_balances,
             markets,
             orders: FxHashMap::default(),
@@ -229,7 +234,7 @@ impl Exchange {
     }
 
     /// Adds `amount` (may be negative) to an account's balance in `currency`.
-    pub fn deposit(&mut self, account: AccountId, currency: CurrencyId, amount: f64) {
+    pub fn deposit(&mut self, account: AccountId, currency: CurrencyId, amount: Money) {
         self.account_mut(account).balance_mut(currency).balance += amount;
     }
 
@@ -407,7 +412,7 @@ impl Exchange {
         let exempt = self.accounts.get(&account).is_some_and(|a| a.margin_exempt);
         if !p.reduce_only && !exempt && trigger.is_none() {
             let ref_price = match price {
-                Some(px) => inst.price_f64(px),
+                Some(px) => inst.price_money(px),
                 None => self.reference_price(p.instrument, p.side),
             };
             let (currency, need) = order_margin(inst, p.side, ref_price, qty);
@@ -495,21 +500,21 @@ impl Exchange {
     }
 
     /// A price for margin estimates of market orders: the best opposite price, else mark.
-    pub(crate) fn reference_price(&self, instrument: InstrumentId, side: Side) -> f64 {
+    pub(crate) fn reference_price(&self, instrument: InstrumentId, side: Side) -> Money {
         let market = &self.markets[instrument.0 as usize];
-        let Some(inst) = self.catalogue.get(instrument) else { return 0.0 };
+        let Some(inst) = self.catalogue.get(instrument) else { return Money::ZERO };
         match market.book.best_price(side.opposite()) {
-            Some(p) => inst.price_f64(p),
+            Some(p) => inst.price_money(p),
             None => self.mark_price(instrument),
         }
     }
 
     /// `available_funds` of `account` in `currency` (infinite for exempt accounts).
-    pub fn available_funds(&self, account: AccountId, currency: CurrencyId) -> f64 {
+    pub fn available_funds(&self, account: AccountId, currency: CurrencyId) -> Money {
         match self.accounts.get(&account) {
-            Some(a) if a.margin_exempt => f64::INFINITY,
+            Some(a) if a.margin_exempt => Money::MAX,
             Some(_) => self.account_summary(account, currency).available_funds,
-            None => self.initial_balances.get(usize::from(currency.0)).copied().unwrap_or(0.0),
+            None => self.initial_balances.get(usize::from(currency.0)).copied().unwrap_or(Money::ZERO),
         }
     }
 }

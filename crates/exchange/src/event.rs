@@ -9,6 +9,7 @@
 use ticktrade_core::{InstrumentId, Price, Qty, Side, Utc};
 
 use crate::catalogue::CurrencyId;
+use crate::money::Money;
 use crate::order::{AccountId, Label, Liquidity, Order, OrderState, OrderType};
 
 /// The result of a successful request.
@@ -41,7 +42,7 @@ pub struct UserTrade {
     pub qty: Qty,
     pub liquidity: Liquidity,
     /// Fee in the settlement currency (negative = rebate).
-    pub fee: f64,
+    pub fee: Money,
     pub fee_currency: CurrencyId,
     /// The order's state after this fill.
     pub state: OrderState,
@@ -49,9 +50,9 @@ pub struct UserTrade {
     pub post_only: bool,
     pub label: Label,
     /// PnL this fill realised on the position, settlement currency.
-    pub profit_loss: f64,
-    pub index_price: f64,
-    pub mark_price: f64,
+    pub profit_loss: Money,
+    pub index_price: Money,
+    pub mark_price: Money,
     /// 0 plus tick, 1 zero-plus, 2 minus, 3 zero-minus.
     pub tick_direction: u8,
 }
@@ -68,8 +69,8 @@ pub struct PublicTrade {
     /// The taker's direction.
     pub direction: Side,
     pub tick_direction: u8,
-    pub index_price: f64,
-    pub mark_price: f64,
+    pub index_price: Money,
+    pub mark_price: Money,
 }
 
 /// `new`/`change`/`delete` of Deribit's `book.*` changes.

@@ -28,6 +28,7 @@
 //! - `engine`: `Exchange`, `Config`, `Request`, placement and validation.
 //! - `matching`: the match loop, fills, and the per-request event flush.
 //! - `manage`: cancel, cancel-all, edit, close-position, GTD expiry, triggers.
+//! - `money`: `Money`, exact fixed-point (10^-18) balances, fees, PnL and margins.
 //! - `account`: positions, balances, fees, the margin model.
 //! - `query`: price inputs and read-only queries (orders, positions, summary, book, ticker…).
 //! - `naive`: `NaiveMatcher`, the linear-scan reference matcher (tests, bench baseline).
@@ -40,6 +41,7 @@ pub mod event;
 mod history;
 mod manage;
 mod matching;
+pub mod money;
 pub mod naive;
 pub mod order;
 pub mod query;
@@ -50,6 +52,7 @@ pub use account::{AccountSummary, Position};
 pub use catalogue::{Catalogue, CatalogueParams, CurrencyId, IndexId, Instrument};
 pub use engine::{Candle, Config, Exchange, Request, SelfTrade, session_end};
 pub use event::{BookAction, BookBatch, BookLevel, Event, PublicTrade, Reply, UserTrade};
+pub use money::Money;
 pub use order::{
     AccountId, CancelReason, EditParams, Label, Liquidity, Order, OrderFilter, OrderRef, OrderState, OrderType,
     PlaceParams, Size, TimeInForce, Trigger, TriggerKind, TypeFilter,

@@ -11,6 +11,7 @@ use ticktrade_core::{Decimal, InstrumentId, Price, Qty, Side, Utc};
 use crate::catalogue::Instrument;
 use crate::engine::Exchange;
 use crate::event::Event;
+use crate::money::Money;
 use crate::order::{
     AccountId, CancelReason, EditParams, Order, OrderRef, OrderState, OrderType, PlaceParams, Size, TimeInForce,
     TriggerKind,
@@ -75,7 +76,7 @@ impl Exchange {
                 let pnl = pos.floating_pnl(inst, price);
                 pos.realized_pnl += pnl;
                 pos.size = 0;
-                pos.average_price = 0.0;
+                pos.average_price = Money::ZERO;
                 let bal = acc.balance_mut(inst.settlement_currency);
                 bal.balance += pnl;
                 bal.session_rpl += pnl;
@@ -226,7 +227,7 @@ impl Exchange {
             let (currency, need) = crate::account::order_margin(
                 inst,
                 old.side,
-                inst.price_f64(price),
+                inst.price_money(price),
                 order.remaining() - old.remaining(),
             );
             if need > self.available_funds(account, currency) {
@@ -237,7 +238,7 @@ impl Exchange {
             // Keeps its place in the queue.
             self.touch(old.instrument, old.side, price);
             let _ = self.markets[old.instrument.0 as usize].book.reduce(id, order.remaining());
-            self.reserve_margin(&old, old.remaining() - order.remaining(), -1.0);
+            self.reserve_margin(&old, old.remaining() - order.remaining(), false);
             self.orders.insert(id, order);
             self.note_portfolio(account, old.instrument);
             out.push(Event::Order(order));
@@ -247,7 +248,7 @@ impl Exchange {
         self.touch(old.instrument, old.side, old_price);
         self.markets[old.instrument.0 as usize].book.remove(id);
         self.orders.remove(&id);
-        self.reserve_margin(&old, old.remaining(), -1.0);
+        self.reserve_margin(&old, old.remaining(), false);
         self.gtd.retain(|&(_, g)| g != id);
         self.execute(now, order, out)
     }
@@ -292,8 +293,9 @@ impl Exchange {
                     _ => 0.0,
                 }
             }
-            TriggerKind::MarkPrice => self.mark_price(instrument),
-            TriggerKind::IndexPrice => self.index_price_of(instrument),
+            // Triggers compare model prices; `f64` is enough there (no money moves).
+            TriggerKind::MarkPrice => self.mark_price(instrument).to_f64_lossy(),
+            TriggerKind::IndexPrice => self.index_price_of(instrument).to_f64_lossy(),
         }
     }
 

@@ -7,11 +7,14 @@
 //! `change_id`/`prev_change_id`.
 //! Must not: validate requests (engine.rs does) or allocate once its buffers are warm.
 
+use std::ops::Mul;
+
 use ticktrade_core::{InstrumentId, InstrumentKind, Price, Qty, Side, Utc};
 
 use crate::account::{fee, order_margin};
 use crate::engine::{Candle, Exchange, SelfTrade};
 use crate::event::{BookAction, BookBatch, BookLevel, Event, PublicTrade, UserTrade};
+use crate::money::Money;
 use crate::order::{AccountId, CancelReason, Liquidity, Order, OrderState, OrderType, TimeInForce};
 use crate::reject::Reject;
 
@@ -138,28 +141,32 @@ impl Exchange {
         if let Some(expires) = order.expires {
             self.gtd.push((expires, order.id));
         }
-        self.reserve_margin(order, order.remaining(), 1.0);
+        self.reserve_margin(order, order.remaining(), true);
     }
 
     /// Adds (`sign` = 1) or releases (−1) the margin `qty` of a resting order reserves.
-    pub(crate) fn reserve_margin(&mut self, order: &Order, qty: Qty, sign: f64) {
+    pub(crate) fn reserve_margin(&mut self, order: &Order, qty: Qty, add: bool) {
         if order.reduce_only || qty.is_zero() {
             return;
         }
         let Some(inst) = self.catalogue.get(order.instrument) else { return };
-        let price = order.price.map_or(0.0, |p| inst.price_f64(p));
+        let price = order.price.map_or(Money::ZERO, |p| inst.price_money(p));
         let (currency, im) = order_margin(inst, order.side, price, qty);
         let initial = &self.initial_balances;
         let account = self.accounts.entry(order.account).or_insert_with(|| crate::account::Account::new(initial));
         let bal = account.balance_mut(currency);
-        bal.orders_im += sign * im;
-        if sign > 0.0 {
+        if add {
+            bal.orders_im += im;
+        } else {
+            bal.orders_im -= im;
+        }
+        if add {
             bal.n_open_orders += 1;
         } else if order.remaining() == qty {
             // The order leaves the book.
             bal.n_open_orders = bal.n_open_orders.saturating_sub(1);
             if bal.n_open_orders == 0 {
-                bal.orders_im = 0.0; // Drop accumulated rounding.
+                bal.orders_im = Money::ZERO; // Exact already; a guard against drift all the same.
             }
         }
     }
@@ -178,7 +185,7 @@ impl Exchange {
                 self.touch(order.instrument, order.side, price);
             }
             self.markets[order.instrument.0 as usize].book.remove(id);
-            self.reserve_margin(&order, order.remaining(), -1.0);
+            self.reserve_margin(&order, order.remaining(), false);
         } else {
             self.markets[order.instrument.0 as usize].triggers.retain(|&t| t != id);
         }
@@ -216,7 +223,7 @@ impl Exchange {
         // Release the margin the filled part reserved, before the record may leave `orders`.
         let mut before = maker;
         before.filled -= qty;
-        self.reserve_margin(&before, qty, -1.0);
+        self.reserve_margin(&before, qty, false);
         if maker.state == OrderState::Filled {
             self.orders.remove(&maker_id);
             self.archive(maker);
@@ -335,20 +342,20 @@ impl Exchange {
         price: Price,
         qty: Qty,
         maker: bool,
-    ) -> (f64, f64) {
-        let Some(inst) = self.catalogue.get(instrument) else { return (0.0, 0.0) };
+    ) -> (Money, Money) {
+        let Some(inst) = self.catalogue.get(instrument) else { return (Money::ZERO, Money::ZERO) };
         let initial = &self.initial_balances;
         let acc = self.accounts.entry(account).or_insert_with(|| crate::account::Account::new(initial));
         let fee = fee(inst, price, qty, maker);
         if inst.spec.kind == InstrumentKind::Spot {
-            let amount = inst.amount_f64(qty);
-            let value = amount * inst.price_f64(price);
-            let sign = side.sign() as f64;
-            acc.balance_mut(inst.base).balance += sign * amount;
+            let amount = inst.amount_money(qty);
+            let value = amount.mul(inst.price_money(price));
+            let (amount, value) = if side == Side::Buy { (amount, value) } else { (-amount, -value) };
+            acc.balance_mut(inst.base).balance += amount;
             let quote = acc.balance_mut(inst.quote);
-            quote.balance -= sign * value + fee;
+            quote.balance -= value + fee;
             quote.fees += fee;
-            return (fee, 0.0);
+            return (fee, Money::ZERO);
         }
         let pos = acc.positions.entry(instrument.0).or_default();
         pos.instrument = instrument;

@@ -5,6 +5,8 @@
 //! the text form of order and trade ids (`ETH-584849853`, `ETH-SLIS-12`).
 //! Must not: change orders or positions (except through triggers fired by a price input).
 
+use std::ops::Div;
+
 use ticktrade_book::l4::{L4Book, L4Level};
 use ticktrade_core::{Decimal, InstrumentId, InstrumentKind, Price, Qty, Side, Utc};
 
@@ -12,6 +14,7 @@ use crate::account::{AccountSummary, Marks, Position};
 use crate::catalogue::{CurrencyId, IndexId};
 use crate::engine::{Candle, Exchange, filter_matches};
 use crate::event::{Event, PublicTrade, UserTrade};
+use crate::money::Money;
 use crate::order::{AccountId, Label, Order, OrderFilter, OrderType, TriggerKind};
 
 /// `public/ticker` data for one instrument.
@@ -21,8 +24,8 @@ pub struct Ticker {
     pub best_bid: Option<L4Level>,
     pub best_ask: Option<L4Level>,
     pub last: Option<Price>,
-    pub mark_price: f64,
-    pub index_price: f64,
+    pub mark_price: Money,
+    pub index_price: Money,
     /// Traded quantity since start, in lots.
     pub volume: Qty,
     /// Sum of long positions, in lots.
@@ -36,18 +39,18 @@ pub struct Ticker {
 pub struct PositionView {
     pub position: Position,
     pub kind: InstrumentKind,
-    pub mark_price: f64,
-    pub index_price: f64,
-    pub floating_pnl: f64,
+    pub mark_price: Money,
+    pub index_price: Money,
+    pub floating_pnl: Money,
     /// Realised plus floating PnL.
-    pub total_pnl: f64,
-    pub initial_margin: f64,
-    pub maintenance_margin: f64,
-    pub delta: f64,
+    pub total_pnl: Money,
+    pub initial_margin: Money,
+    pub maintenance_margin: Money,
+    pub delta: Money,
     /// Size in the amount unit (USD for inverse futures, coin otherwise), signed.
-    pub size_amount: f64,
+    pub size_amount: Money,
     /// Futures only: size in the base coin at the mark, signed.
-    pub size_currency: f64,
+    pub size_currency: Money,
 }
 
 /// Which user trades to return.
@@ -62,7 +65,7 @@ impl Exchange {
     /// Sets an index (`btc_usd`…) and re-evaluates index-triggered orders and tickers.
     pub fn set_index(&mut self, now: Utc, index: IndexId, value: Decimal, out: &mut Vec<Event>) {
         let Some(slot) = self.index_prices.get_mut(usize::from(index.0)) else { return };
-        *slot = value.to_f64_lossy();
+        *slot = Money::from_decimal(value);
         for i in 0..self.markets.len() {
             let instrument = InstrumentId(i as u32);
             if self.catalogue.get(instrument).is_some_and(|inst| inst.index == index) {
@@ -78,7 +81,7 @@ impl Exchange {
     /// Sets an instrument's mark price and re-evaluates its triggers.
     pub fn set_mark(&mut self, now: Utc, instrument: InstrumentId, value: Decimal, out: &mut Vec<Event>) {
         let Some(market) = self.markets.get_mut(instrument.0 as usize) else { return };
-        market.mark = value.to_f64_lossy();
+        market.mark = Money::from_decimal(value);
         self.fire_triggers(now, instrument, out);
         self.note_ticker(instrument);
         self.flush(now, out);
@@ -91,37 +94,37 @@ impl Exchange {
     /// Sets the mark from an `f64` (the synthetic market's models).
     pub(crate) fn set_mark_f64(&mut self, instrument: InstrumentId, value: f64) {
         if let Some(market) = self.markets.get_mut(instrument.0 as usize) {
-            market.mark = value;
+            market.mark = Money::from_f64_model(value);
         }
     }
 
     pub(crate) fn set_index_f64(&mut self, index: IndexId, value: f64) {
         if let Some(slot) = self.index_prices.get_mut(usize::from(index.0)) {
-            *slot = value;
+            *slot = Money::from_f64_model(value);
         }
     }
 
-    pub fn index_price(&self, index: IndexId) -> f64 {
-        self.index_prices.get(usize::from(index.0)).copied().unwrap_or(0.0)
+    pub fn index_price(&self, index: IndexId) -> Money {
+        self.index_prices.get(usize::from(index.0)).copied().unwrap_or(Money::ZERO)
     }
 
     /// The index an instrument follows.
-    pub fn index_price_of(&self, instrument: InstrumentId) -> f64 {
-        self.catalogue.get(instrument).map_or(0.0, |inst| self.index_price(inst.index))
+    pub fn index_price_of(&self, instrument: InstrumentId) -> Money {
+        self.catalogue.get(instrument).map_or(Money::ZERO, |inst| self.index_price(inst.index))
     }
 
     /// Mark price: as set, else the index for futures and spot, else the last trade.
-    pub fn mark_price(&self, instrument: InstrumentId) -> f64 {
-        let Some(market) = self.markets.get(instrument.0 as usize) else { return 0.0 };
-        if market.mark > 0.0 {
+    pub fn mark_price(&self, instrument: InstrumentId) -> Money {
+        let Some(market) = self.markets.get(instrument.0 as usize) else { return Money::ZERO };
+        if market.mark.is_positive() {
             return market.mark;
         }
-        let Some(inst) = self.catalogue.get(instrument) else { return 0.0 };
+        let Some(inst) = self.catalogue.get(instrument) else { return Money::ZERO };
         let index = self.index_price(inst.index);
-        if index > 0.0 && inst.spec.kind != InstrumentKind::Option {
+        if index.is_positive() && inst.spec.kind != InstrumentKind::Option {
             return index;
         }
-        market.last.map_or(0.0, |p| inst.price_f64(p))
+        market.last.map_or(Money::ZERO, |p| inst.price_money(p))
     }
 
     /// A live or recently closed order.
@@ -174,8 +177,9 @@ impl Exchange {
         let index = self.index_price(inst.index);
         let floating = position.floating_pnl(inst, mark);
         let (im, mm) = position.margins(inst, mark);
-        let size_amount = position.size as f64 * inst.qty_unit_f64;
-        let size_currency = if inst.is_inverse_future() && mark > 0.0 { size_amount / mark } else { size_amount };
+        let size_amount = inst.qty_unit_money.mul_int(position.size);
+        let size_currency =
+            if inst.is_inverse_future() && mark.is_positive() { size_amount.div(mark) } else { size_amount };
         Some(PositionView {
             position,
             kind: inst.spec.kind,
@@ -217,7 +221,7 @@ impl Exchange {
     /// `get_account_summary` in one currency.
     pub fn account_summary(&self, account: AccountId, currency: CurrencyId) -> AccountSummary {
         let Some(acc) = self.accounts.get(&account) else {
-            let balance = self.initial_balances.get(usize::from(currency.0)).copied().unwrap_or(0.0);
+            let balance = self.initial_balances.get(usize::from(currency.0)).copied().unwrap_or(Money::ZERO);
             return AccountSummary {
                 currency,
                 balance,

@@ -5,7 +5,7 @@
 
 use ticktrade_core::{Decimal, Side, Utc};
 use ticktrade_exchange::{
-    AccountId, Catalogue, CatalogueParams, Config, EditParams, Event, Exchange, OrderType, PlaceParams, Request,
+    AccountId, Catalogue, CatalogueParams, Config, EditParams, Event, Exchange, Money, OrderType, PlaceParams, Request,
     TimeInForce,
 };
 
@@ -51,7 +51,11 @@ fn churn(ex: &mut Exchange, out: &mut Vec<Event>, next: &mut u64, rounds: u64) {
 fn steady_state_requests_allocate_nothing() {
     let catalogue = Catalogue::builtin(CatalogueParams::default()).unwrap();
     let perp = catalogue.lookup("BTC-PERPETUAL").unwrap();
-    let config = Config { initial_balances: vec![("BTC".into(), 1e9)], first_order_id: 1, ..Config::default() };
+    let config = Config {
+        initial_balances: vec![("BTC".into(), Money::from_int(1_000_000_000))],
+        first_order_id: 1,
+        ..Config::default()
+    };
     let mut ex = Exchange::new(catalogue, config);
     ex.reserve(perp, 16_384, 1_024);
     let mut out = Vec::with_capacity(4_096);

@@ -4,7 +4,7 @@
 
 use ticktrade_core::{Decimal, InstrumentId, Price, Qty, Side, Utc};
 use ticktrade_exchange::{
-    AccountId, BookAction, Catalogue, CatalogueParams, Config, EditParams, Event, Exchange, Label, Liquidity,
+    AccountId, BookAction, Catalogue, CatalogueParams, Config, EditParams, Event, Exchange, Label, Liquidity, Money,
     OrderFilter, OrderState, OrderType, PlaceParams, Reject, Reply, Request, SelfTrade, Size, TimeInForce, TriggerKind,
 };
 
@@ -14,6 +14,10 @@ const T0: Utc = Utc::from_millis(1_767_254_400_000); // 2026-01-01T08:00:00Z
 
 fn d(text: &str) -> Decimal {
     Decimal::parse(text).unwrap()
+}
+
+fn m(text: &str) -> Money {
+    Money::from_decimal(d(text))
 }
 
 struct Env {
@@ -304,19 +308,20 @@ fn positions_fees_and_account_summary() {
         Some(Event::UserTrade(t)) => t.fee,
         _ => panic!(),
     };
-    assert!((fee - 0.0001).abs() < 1e-12); // 0.05 % of 0.2 BTC
+    assert_eq!(fee, m("0.0001")); // 0.05 % of 0.2 BTC, exactly
     let s = env.ex.account_summary(B, btc);
-    assert!((s.balance - (10.0 - 0.0001)).abs() < 1e-12);
-    assert!((s.initial_margin - 0.004).abs() < 1e-12); // 2 % of 0.2 BTC
+    assert_eq!(s.balance, m("9.9999"));
+    assert_eq!(s.initial_margin, m("0.004")); // 2 % of 0.2 BTC
     // Price doubles: long 10 000 USD gains 0.2 − 0.1 = 0.1 BTC.
     env.ex.set_mark(T0, env.perp, d("100000"), &mut env.out);
     let s = env.ex.account_summary(B, btc);
-    assert!((s.session_upl - 0.1).abs() < 1e-12, "{s:?}");
+    assert_eq!(s.session_upl, m("0.1"), "{s:?}");
+    assert_eq!((s.equity, s.available_funds), (m("10.0999"), m("10.0999") - s.initial_margin));
     let pos = env.ex.position(B, env.perp);
     assert_eq!((pos.size, pos.direction()), (1_000, "buy"));
     let view = env.ex.position_view(B, env.perp).unwrap();
-    assert!((view.floating_pnl - 0.1).abs() < 1e-12 && (view.size_amount - 10_000.0).abs() < 1e-9);
-    assert!((view.size_currency - 0.1).abs() < 1e-12 && (view.initial_margin - 0.002).abs() < 1e-12);
+    assert_eq!((view.floating_pnl, view.size_amount), (m("0.1"), m("10000")));
+    assert_eq!((view.size_currency, view.initial_margin), (m("0.1"), m("0.002")));
     let trade_id = env.ex.recent_trades(env.perp).last().unwrap().trade_id;
     let mut text = String::new();
     env.ex.write_trade_id(env.perp, trade_id, &mut text);
@@ -332,7 +337,7 @@ fn positions_fees_and_account_summary() {
     assert!(close.reduce_only && close.state == OrderState::Filled);
     let pos = env.ex.position(B, env.perp);
     assert_eq!(pos.size, 0);
-    assert!((pos.realized_pnl - 0.1).abs() < 1e-12);
+    assert_eq!(pos.realized_pnl, m("0.1"));
     assert_eq!(env.ex.ticker(env.perp).unwrap().open_interest, 0);
     // Reduce-only cannot open a position.
     let ro = PlaceParams { reduce_only: true, ..PlaceParams::limit(env.perp, Side::Buy, d("10"), d("40000")) };
@@ -409,8 +414,8 @@ fn spot_moves_balances_and_queries_see_history() {
     env.place(A, PlaceParams::limit(spot, Side::Sell, d("1"), d("50000"))).unwrap();
     let o = env.place(B, PlaceParams::market(spot, Side::Buy, d("0.5"))).unwrap();
     assert_eq!(o.state, OrderState::Filled);
-    assert!((env.ex.account_summary(B, btc).balance - 10.5).abs() < 1e-12);
-    assert!((env.ex.account_summary(B, usdc).balance - 975_000.0).abs() < 1e-6);
+    assert_eq!(env.ex.account_summary(B, btc).balance, m("10.5"));
+    assert_eq!(env.ex.account_summary(B, usdc).balance, m("975000"));
     assert_eq!(env.ex.user_trades(B, Default::default()).count(), 1);
     assert_eq!(env.ex.recent_trades(spot).count(), 1);
     assert_eq!(env.ex.order_history(B, OrderFilter::default()).len(), 1);
@@ -441,8 +446,8 @@ fn expiry_cancels_orders_and_settles_positions_at_the_mark() {
     );
     assert_eq!(env.ex.position(B, fut).size, 0);
     // Long 10 000 USD from 50 000 settled at 100 000: +0.1 BTC.
-    assert!((env.ex.account_summary(B, btc).balance - before - 0.1).abs() < 1e-12);
-    assert!((env.ex.account_summary(A, btc).session_rpl + 0.1).abs() < 1e-12);
+    assert_eq!(env.ex.account_summary(B, btc).balance - before, m("0.1"));
+    assert_eq!(env.ex.account_summary(A, btc).session_rpl, -m("0.1"));
     assert_eq!(env.ex.ticker(fut).unwrap().open_interest, 0);
     assert!(env.out.iter().any(|e| matches!(e, Event::Position { account, .. } if *account == B)));
     env.out.clear();
@@ -487,5 +492,7 @@ fn reproduces_the_documented_private_buy_example() {
         (spec.format_price(trade.price), trade.liquidity, trade.trade_seq),
         ("203.3".to_owned(), Liquidity::Taker, 1)
     );
-    assert!((trade.fee - 0.000_147_57).abs() < 5e-9, "{}", trade.fee);
+    // 40 / 203.3 × 0.00075 = 0.000147565174…; Deribit prints it to 8 places.
+    assert_eq!(trade.fee.to_string(), "0.00014756517461879");
+    assert!((trade.fee - m("0.00014757")).abs() < m("0.000000005"), "{}", trade.fee);
 }

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use ticktrade_core::{Decimal, InstrumentId, Price, Qty, Side, Utc};
 use ticktrade_exchange::{
-    AccountId, BookAction, Catalogue, CatalogueParams, Config, EditParams, Event, Exchange, Liquidity, OrderFilter,
-    OrderState, OrderType, PlaceParams, Request, TimeInForce, TriggerKind,
+    AccountId, BookAction, Catalogue, CatalogueParams, Config, EditParams, Event, Exchange, Liquidity, Money,
+    OrderFilter, OrderState, OrderType, PlaceParams, Request, TimeInForce, TriggerKind,
 };
 
 #[derive(Clone, Debug)]
@@ -87,7 +87,13 @@ impl World {
     fn new() -> World {
         let cat = Catalogue::builtin(CatalogueParams::default()).unwrap();
         let insts = [cat.lookup("BTC-PERPETUAL").unwrap(), cat.lookup("ETH_USDC-PERPETUAL").unwrap()];
-        let config = Config { initial_balances: vec![("BTC".into(), 1e9), ("USDC".into(), 1e12)], ..Config::default() };
+        let config = Config {
+            initial_balances: vec![
+                ("BTC".into(), Money::from_int(1_000_000_000)),
+                ("USDC".into(), Money::from_int(1_000_000_000_000)),
+            ],
+            ..Config::default()
+        };
         World {
             ex: Exchange::new(cat, config),
             insts,

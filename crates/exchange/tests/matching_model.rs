@@ -8,8 +8,8 @@ use proptest::prelude::*;
 use ticktrade_core::{Decimal, InstrumentId, Price, Qty, Side, Utc};
 use ticktrade_exchange::naive::{NaiveFill, NaiveKind, NaiveMatcher};
 use ticktrade_exchange::{
-    AccountId, Catalogue, CatalogueParams, Config, EditParams, Event, Exchange, Liquidity, OrderType, PlaceParams,
-    Request, TimeInForce,
+    AccountId, Catalogue, CatalogueParams, Config, EditParams, Event, Exchange, Liquidity, Money, OrderType,
+    PlaceParams, Request, TimeInForce,
 };
 
 #[derive(Clone, Debug)]
@@ -61,7 +61,8 @@ impl Pair {
     fn new() -> Pair {
         let cat = Catalogue::builtin(CatalogueParams::default()).unwrap();
         let perp = cat.lookup("BTC-PERPETUAL").unwrap();
-        let config = Config { initial_balances: vec![("BTC".into(), 1e12)], ..Config::default() };
+        let config =
+            Config { initial_balances: vec![("BTC".into(), Money::from_int(1_000_000_000_000))], ..Config::default() };
         Pair { ex: Exchange::new(cat, config), naive: NaiveMatcher::new(), perp, ids: Vec::new(), out: Vec::new() }
     }
 

@@ -160,7 +160,11 @@ fn amount_dec(lots: i64) -> Decimal {
 fn new_engine() -> anyhow::Result<(Exchange, InstrumentId)> {
     let catalogue = Catalogue::builtin(CatalogueParams::default()).context("catalogue")?;
     let perp = catalogue.lookup("BTC-PERPETUAL").context("BTC-PERPETUAL")?;
-    let config = Config { initial_balances: vec![("BTC".into(), 1e12)], first_order_id: 1, ..Config::default() };
+    let config = Config {
+        initial_balances: vec![("BTC".into(), ticktrade_exchange::Money::from_int(1_000_000_000_000))],
+        first_order_id: 1,
+        ..Config::default()
+    };
     let mut ex = Exchange::new(catalogue, config);
     ex.reserve(perp, 8_192, 1_024);
     Ok((ex, perp))
