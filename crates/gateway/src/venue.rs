@@ -393,12 +393,14 @@ pub enum VenueEvent {
     },
 }
 
-/// Times of one order-path request.
+/// Times of one order-path request. The round trip splits into the local part (ours, up
+/// to the write), the exchange's part (`usOut − usIn`, by its own clock) and the network
+/// (the rest).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RoundTrip {
     /// Request handed to the venue (command parsed) → bytes written to the socket.
     pub local_ns: u64,
-    /// Bytes written → answer received (µs).
+    /// Request handed to the venue → answer received (µs); includes `local_ns`.
     pub round_trip_us: u64,
     /// The venue's own processing time (`usOut − usIn`), when it reports it.
     pub exchange_us: Option<u64>,
@@ -407,9 +409,14 @@ pub struct RoundTrip {
 }
 
 impl RoundTrip {
-    /// The part of the round trip spent on the wire (round trip minus the exchange's part).
+    /// The part of the round trip spent on the wire: round trip − local − exchange. `None`
+    /// without the exchange's times, or when they do not fit inside the measured round trip
+    /// (the write returned late, e.g. the writing thread was preempted after the syscall):
+    /// better no figure than a wrong one.
     pub fn network_us(&self) -> Option<u64> {
-        self.exchange_us.map(|ex| self.round_trip_us.saturating_sub(ex))
+        let exchange_ns = self.exchange_us?.checked_mul(1_000)?;
+        let rest = self.round_trip_us.checked_mul(1_000)?.checked_sub(self.local_ns)?.checked_sub(exchange_ns)?;
+        Some(rest / 1_000)
     }
 
     /// Our own share: encode/write plus decode.
@@ -499,8 +506,12 @@ mod tests {
     #[test]
     fn round_trip_split() {
         let rt = RoundTrip { local_ns: 5_000, round_trip_us: 120, exchange_us: Some(20), decode_ns: 1_000 };
-        assert_eq!(rt.network_us(), Some(100));
+        assert_eq!(rt.network_us(), Some(95));
         assert_eq!(rt.client_ns(), 6_000);
+        // Times that do not add up give no network figure rather than a wrong one.
+        let skewed = RoundTrip { local_ns: 100_000, round_trip_us: 150, exchange_us: Some(100), decode_ns: 0 };
+        assert_eq!(skewed.network_us(), None);
+        assert_eq!(RoundTrip { exchange_us: None, ..rt }.network_us(), None);
         let err = VenueError::Rejected {
             method: "private/buy".into(),
             code: 10009,

@@ -67,7 +67,7 @@ fn script(price: &str) -> String {
 
 async fn run(shell: &mut Shell<Deribit>, text: &str, json: bool) -> (u64, String) {
     let mut out = Vec::new();
-    let failures = shell.run_script(text.as_bytes(), &mut out, json).await.unwrap();
+    let failures = shell.run_script(std::io::Cursor::new(text.to_owned()), &mut out, json).await.unwrap();
     (failures, String::from_utf8(out).unwrap())
 }
 
@@ -83,7 +83,7 @@ async fn scripted_session_matches_the_venue_account() {
 
     let (failures, text) = run(&mut shell, &script(&price), false).await;
     assert_eq!(failures, 0, "{text}");
-    assert!(text.contains("latency: local"), "{text}");
+    assert!(text.contains("latency: round trip"), "{text}");
     assert!(text.contains("order_id"), "{text}");
 
     let (failures, json) = run(&mut shell, "positions\naccount BTC\norders\n", true).await;
@@ -141,5 +141,165 @@ async fn failures_are_one_line_with_code_and_counted() {
     let value: Value = serde_json::from_str(json.trim()).unwrap();
     assert_eq!(value["ok"], false);
     assert!(value["error"]["code"].is_i64(), "{json}");
+    sim.shutdown().await;
+}
+
+/// Input that stays open (idle) for a while after its last line, like a pipe from a script
+/// that sleeps.
+struct IdleThenEnd(Duration);
+
+impl std::io::Read for IdleThenEnd {
+    fn read(&mut self, _buf: &mut [u8]) -> std::io::Result<usize> {
+        std::thread::sleep(std::mem::take(&mut self.0));
+        Ok(0)
+    }
+}
+
+fn idle_input(text: &str, idle: Duration) -> impl std::io::BufRead + Send + 'static {
+    use std::io::Read as _;
+    std::io::BufReader::new(std::io::Cursor::new(text.to_owned()).chain(IdleThenEnd(idle)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribed_notifications_print_between_results_and_while_idle() {
+    let sim = sim(Vec::new()).await;
+    let trader = venue(&sim, &ApiKey::default_key());
+    trader.connect().await.unwrap();
+    let mut shell = Shell::new(trader);
+    shell.load_instruments().await.unwrap();
+
+    // Text: nothing is printed for channels nobody subscribed to; once subscribed, ticker and
+    // book lines arrive while the input is idle, and our own order and fill as they happen.
+    let script = format!(
+        "ticker {INSTRUMENT}\n\
+         sub ticker:{INSTRUMENT} book:{INSTRUMENT} orders user-trades\n\
+         buy {INSTRUMENT} 10 market label=n-1\n"
+    );
+    let mut out = Vec::new();
+    let failures = shell.run_script(idle_input(&script, Duration::from_millis(1_500)), &mut out, false).await.unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(failures, 0, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let subscribed = lines.iter().position(|l| l.starts_with("subscribed ")).expect(&text);
+    assert!(lines[..subscribed].iter().all(|l| !l.starts_with('[')), "notification before `sub`:\n{text}");
+    for tag in ["[ticker] BTC-PERPETUAL", "[book] BTC-PERPETUAL bid", "[fill] BTC-PERPETUAL buy 10 @"] {
+        assert!(lines.iter().any(|l| l.starts_with(tag)), "no {tag:?} line:\n{text}");
+    }
+    assert!(lines.iter().any(|l| l.starts_with("[order] ") && l.contains("label=n-1")), "{text}");
+    // Book lines only when the top moved: never the same line twice in a row.
+    let books: Vec<&str> =
+        lines.iter().filter(|l| l.starts_with("[book]")).map(|l| l.split(" (change_id").next().unwrap()).collect();
+    assert!(books.windows(2).all(|w| w[0] != w[1]), "{text}");
+
+    // JSON: every line parses; results carry "command", notifications "event".
+    let mut out = Vec::new();
+    let script = format!("unsub\nsub trades:{INSTRUMENT} ticker:{INSTRUMENT}\nsell {INSTRUMENT} 10 market\n");
+    shell.run_script(idle_input(&script, Duration::from_millis(1_000)), &mut out, true).await.unwrap();
+    let json = String::from_utf8(out).unwrap();
+    let values: Vec<Value> = json.lines().map(|l| serde_json::from_str(l).expect(l)).collect();
+    let results: Vec<&Value> = values.iter().filter(|v| v.get("command").is_some()).collect();
+    assert_eq!(results.len(), 3, "{json}");
+    let events: Vec<&Value> = values.iter().filter(|v| v.get("event").is_some()).collect();
+    assert!(events.iter().any(|e| e["event"] == "ticker" && e["instrument"] == INSTRUMENT), "{json}");
+    assert!(events.iter().any(|e| e["event"] == "trade" && e["price"].is_string()), "{json}");
+    assert!(events.iter().all(|e| e["event"] != "book" && e["event"] != "order"), "unsubscribed channels: {json}");
+    sim.shutdown().await;
+}
+
+/// The issue's command list, as `help` must show it.
+const ISSUE_COMMANDS: &[&str] = &[
+    "help [cmd]",
+    "status",
+    "instruments [currency] [kind]",
+    "book <instr> [depth]",
+    "ticker <instr>",
+    "buy <instr> <amount> [@ <price>|market]",
+    "sell <instr> <amount> [@ <price>|market]",
+    "edit <order_id|label> <amount> [@ <price>]",
+    "cancel <order_id|label>",
+    "cancel-all [instr|currency]",
+    "orders [instr|currency]",
+    "order <order_id>",
+    "positions [currency]",
+    "account [currency]",
+    "trades [instr]",
+    "sub <channel>…",
+    "unsub [channel…]",
+    "watch <instr>",
+    "latency",
+    "logout",
+    "quit",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_command_of_the_issue_is_listed_and_runs() {
+    let sim = sim(Vec::new()).await;
+    let trader = venue(&sim, &ApiKey::default_key());
+    trader.connect().await.unwrap();
+    let mut shell = Shell::new(trader);
+    shell.load_instruments().await.unwrap();
+
+    let (_, help) = run(&mut shell, "help\nhelp buy\n", false).await;
+    for usage in ISSUE_COMMANDS {
+        assert!(help.lines().any(|l| l.starts_with(usage)), "help lacks {usage:?}:\n{help}");
+    }
+    for option in [
+        "[gtc|gtd|ioc|fok]",
+        "[post-only]",
+        "[reduce-only]",
+        "[label=<l>]",
+        "[stop|take @ <trigger> [last|mark|index]]",
+    ] {
+        assert!(help.contains(option), "help buy lacks {option}:\n{help}");
+    }
+
+    // The commands the other tests do not reach, in JSON so each result can be inspected.
+    let price = far_bid(&sim).await;
+    let script = format!(
+        "buy {INSTRUMENT} 10 @ {price} post-only label=one\n\
+         buy {INSTRUMENT} 10 @ {price} gtc post-only\n\
+         sell {INSTRUMENT} 10 stop @ 1000 mark\n\
+         buy {INSTRUMENT} 10 @ {price} take @ 999999 index\n\
+         cancel-all BTC\n\
+         latency\n\
+         logout\n\
+         status\n"
+    );
+    let (_, json) = run(&mut shell, &script, true).await;
+    let results: Vec<Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).expect(l))
+        .filter(|v: &Value| v.get("command").is_some())
+        .collect();
+    assert_eq!(results.len(), 7, "nothing runs after logout:\n{json}");
+    assert_eq!(results[0]["ok"], true, "{json}");
+    let id = results[1]["rows"][0]["order_id"].as_str().unwrap().to_owned();
+    // Trigger orders reach the venue: accepted as untriggered, or refused with Deribit's code.
+    for trigger in &results[2..4] {
+        match trigger["ok"].as_bool().unwrap() {
+            true => assert_eq!(trigger["rows"][0]["state"], "untriggered", "{trigger}"),
+            false => assert!(trigger["error"]["code"].is_i64(), "{trigger}"),
+        }
+    }
+    assert_eq!(results[4]["ok"], true, "{json}");
+    assert!(results[4]["message"].as_str().unwrap().starts_with(|c: char| c.is_ascii_digit() && c != '0'), "{json}");
+    // The latency table splits the round trip with usIn/usOut.
+    let rows = results[5]["rows"].as_array().unwrap();
+    let row = |name: &str| rows.iter().find(|r| r["order path (µs)"].as_str().unwrap().trim() == name).unwrap();
+    assert!(row("round trip")["count"].as_str().unwrap().parse::<u64>().unwrap() >= 3, "{json}");
+    assert!(row("exchange")["count"].as_str().unwrap().parse::<u64>().unwrap() >= 1, "{json}");
+    assert!(row("local: parsed → written")["p50"].as_str().unwrap() != "0.0", "{json}");
+    assert_eq!(results[6]["command"], "logout");
+
+    // `order <id>` on a fresh session: the cancelled order's final state.
+    let trader = venue(&sim, &ApiKey::default_key());
+    trader.connect().await.unwrap();
+    let mut shell = Shell::new(trader);
+    let (failures, json) = run(&mut shell, &format!("order {id}\ncancel {id}\nquit\n"), true).await;
+    let results: Vec<Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(results[0]["rows"][0]["state"], "cancelled", "{json}");
+    assert_eq!(failures, 1, "cancelling a cancelled order fails: {json}");
+    assert_eq!(results[1]["ok"], false);
+    assert_eq!(results[2]["command"], "quit");
     sim.shutdown().await;
 }

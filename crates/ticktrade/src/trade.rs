@@ -121,9 +121,9 @@ async fn session(args: Args) -> anyhow::Result<ExitCode> {
         tty::run_interactive(&mut shell).await?;
         0
     } else {
-        let stdin = std::io::stdin();
+        let stdin = std::io::BufReader::new(std::io::stdin());
         let mut stdout = std::io::stdout();
-        shell.run_script(stdin.lock(), &mut stdout, args.json).await.context("writing results")?
+        shell.run_script(stdin, &mut stdout, args.json).await.context("writing results")?
     };
     let _ = shell.venue().logout().await;
     if let Some(sim) = sim {

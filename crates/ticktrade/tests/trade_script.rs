@@ -59,7 +59,7 @@ account BTC
 async fn scripted_session_on_the_embedded_simulator() {
     let run = ticktrade(&["trade", "--venue", "sim"], &[], SESSION).await;
     assert!(run.status.success(), "{}\n{}", run.stdout, run.stderr);
-    assert!(run.stdout.contains("latency: local"), "{}", run.stdout);
+    assert!(run.stdout.contains("latency: round trip"), "{}", run.stdout);
     let positions = run.stdout.lines().find(|l| l.starts_with(INSTRUMENT) && l.contains("future")).unwrap();
     assert!(positions.split_whitespace().nth(2) == Some("70"), "{positions}");
 

@@ -497,9 +497,17 @@ impl Venue for Deribit {
     }
 
     async fn unsubscribe(&self, subs: &[Subscription]) -> Result<Vec<Subscription>, VenueError> {
+        // `user.changes` feeds order management for the whole authenticated session: it stays
+        // subscribed (a caller that asked to drop it is told it is done; it only stops
+        // listening).
+        let keep_changes = self.inner.authenticated.load(Ordering::Relaxed);
+        let dropped_changes = keep_changes && subs.contains(&Subscription::UserChanges);
         let targets: Vec<(Subscription, String)> = {
             let map = self.inner.subs.lock().map(|m| m.clone()).unwrap_or_default();
-            map.into_iter().filter(|(s, _)| subs.is_empty() || subs.contains(s)).collect()
+            map.into_iter()
+                .filter(|(s, _)| subs.is_empty() || subs.contains(s))
+                .filter(|(s, _)| !(keep_changes && *s == Subscription::UserChanges))
+                .collect()
         };
         let channels: Vec<String> = targets.iter().map(|(_, c)| c.clone()).collect();
         if !channels.is_empty() {
@@ -513,7 +521,11 @@ impl Venue for Deribit {
                 }
             }
         }
-        Ok(targets.into_iter().map(|(s, _)| s).collect())
+        let mut done: Vec<Subscription> = targets.into_iter().map(|(s, _)| s).collect();
+        if dropped_changes {
+            done.push(Subscription::UserChanges);
+        }
+        Ok(done)
     }
 
     fn events(&self) -> broadcast::Receiver<VenueEvent> {

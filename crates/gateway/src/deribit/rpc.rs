@@ -140,7 +140,7 @@ impl Rpc {
         };
         let timing = RoundTrip {
             local_ns: nanos(written.saturating_duration_since(started)),
-            round_trip_us: reply.received.saturating_duration_since(written).as_micros() as u64,
+            round_trip_us: reply.received.saturating_duration_since(started).as_micros() as u64,
             exchange_us,
             decode_ns: 0,
         };

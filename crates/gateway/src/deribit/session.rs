@@ -111,8 +111,10 @@ impl Inner {
     }
 
     fn set_state(&self, state: ConnState) {
-        self.state.send_replace(state);
+        // The event first: whoever sees the new state (e.g. `connect` returning) has a
+        // receiver that either got the event or was created after it.
         self.emit(VenueEvent::Connection(state));
+        self.state.send_replace(state);
     }
 
     pub(crate) fn throttled(&self) -> u64 {

@@ -54,12 +54,8 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("instruments", "instruments [currency] [kind]", "tradable instruments (kind: future, option, spot…)"),
     ("book", "book <instr> [depth]", "order book (the live local book when subscribed, else a snapshot)"),
     ("ticker", "ticker <instr>", "best bid/ask, last, mark, index"),
-    (
-        "buy",
-        "buy <instr> <amount> [@ <price>|market] [gtc|gtd|ioc|fok] [post-only] [reduce-only] [label=<l>] [stop|take @ <trigger> [last|mark|index]]",
-        "place a buy order (no price = market)",
-    ),
-    ("sell", "sell <instr> <amount> [@ <price>|market] …", "place a sell order (same options as buy)"),
+    ("buy", "buy <instr> <amount> [@ <price>|market] [options…]", "place a buy order (no price = market; `help buy`)"),
+    ("sell", "sell <instr> <amount> [@ <price>|market] [options…]", "place a sell order (same options as buy)"),
     ("edit", "edit <order_id|label> <amount> [@ <price>]", "amend an open order"),
     ("cancel", "cancel <order_id|label>", "cancel one order"),
     ("cancel-all", "cancel-all [instr|currency]", "cancel every open order (of an instrument or currency)"),
@@ -75,6 +71,22 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("logout", "logout", "log out and close the session"),
     ("quit", "quit", "leave the shell"),
 ];
+
+/// The options of `buy` and `sell`, for `help buy`.
+pub const ORDER_OPTIONS: &[(&str, &str)] = &[
+    ("gtc|gtd|ioc|fok", "time in force (default gtc)"),
+    ("post-only", "rest only; never take liquidity"),
+    ("reduce-only", "may only reduce the position"),
+    ("label=<l>", "client label: a retry with the same label never creates a second order"),
+    (
+        "stop|take @ <trigger> [last|mark|index]",
+        "stop or take-profit, triggered by the last (default), mark or index price",
+    ),
+];
+
+/// The full grammar of an order command.
+pub const ORDER_USAGE: &str = "buy|sell <instr> <amount> [@ <price>|market] [gtc|gtd|ioc|fok] [post-only] [reduce-only] \
+     [label=<l>] [stop|take @ <trigger> [last|mark|index]]";
 
 /// Why a line is not a command.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -7,7 +7,7 @@
 use ticktrade_core::{Decimal, Side};
 use ticktrade_latency::{Histogram, Percentiles};
 
-use super::command::{COMMANDS, Command, OrderCmd};
+use super::command::{COMMANDS, Command, ORDER_OPTIONS, ORDER_USAGE, OrderCmd};
 use super::output::{Output, Table, micros};
 use super::{Flow, Shell, ShellError};
 use crate::venue::{
@@ -153,7 +153,14 @@ impl<V: Venue> Shell<V> {
                 if table.rows.is_empty() {
                     return Err(ShellError::Invalid(format!("no command {:?}", topic.unwrap_or_default())));
                 }
-                Output::table("help", table)
+                let mut out = Output::table("help", table);
+                if matches!(topic.as_deref(), Some("buy" | "sell")) {
+                    for (option, what) in ORDER_OPTIONS {
+                        out.table.get_or_insert_default().push(vec![format!("  {option}"), (*what).to_owned()]);
+                    }
+                    out.message = Some(ORDER_USAGE.to_owned());
+                }
+                out
             }
             Command::Status => {
                 let info = self.venue.info();
@@ -325,11 +332,26 @@ impl<V: Venue> Shell<V> {
                 if !missing.is_empty() {
                     return Err(ShellError::Invalid(format!("venue refused {}", missing.join(" "))));
                 }
+                if let Ok(mut interest) = self.interest.lock() {
+                    interest.add(&done);
+                }
                 let names: Vec<String> = done.iter().map(ToString::to_string).collect();
-                Output::message("sub", format!("subscribed {}", names.join(" ")))
+                Output::message("sub", format!("subscribed {} (notifications print as they arrive)", names.join(" ")))
             }
             Command::Unsub(subs) => {
+                // No channel: everything this shell subscribed (not the session's own feeds).
+                let subs = if subs.is_empty() {
+                    self.interest.lock().map(|i| i.subscriptions().iter().cloned().collect()).unwrap_or_default()
+                } else {
+                    subs
+                };
+                if subs.is_empty() {
+                    return Ok((Output::message("unsub", "nothing subscribed"), Flow::Continue));
+                }
                 let done = self.venue.unsubscribe(&subs).await?;
+                if let Ok(mut interest) = self.interest.lock() {
+                    interest.remove(&subs);
+                }
                 let names: Vec<String> = done.iter().map(ToString::to_string).collect();
                 Output::message("unsub", format!("unsubscribed {}", names.join(" ")))
             }

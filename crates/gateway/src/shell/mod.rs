@@ -11,19 +11,24 @@
 //! - `command`: the grammar (`parse`, `Command`, `COMMANDS`).
 //! - `output`: `Output`, text tables and JSON lines.
 //! - `exec`: what each command does.
+//! - `events`: subscription notifications (which to show, one line each).
 //! - `tty`: line editing, history, completion, `watch`.
 
 pub mod command;
+pub mod events;
 mod exec;
 pub mod output;
 pub mod tty;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex};
 
 use ticktrade_latency::Histogram;
+use tokio::sync::{broadcast, mpsc};
 
 pub use command::{Command, ParseError, parse};
+pub use events::Interest;
 pub use output::{Output, Table};
 
 use crate::venue::{InstrumentInfo, RoundTrip, Venue, VenueError};
@@ -80,11 +85,52 @@ pub struct Shell<V: Venue> {
     pub(crate) venue: V,
     pub(crate) instruments: BTreeMap<String, InstrumentInfo>,
     pub(crate) latencies: Latencies,
+    /// The channels the user subscribed to with `sub` (what notifications to print).
+    pub(crate) interest: Arc<Mutex<Interest>>,
+    /// The venue's events since the shell started (read by `run_script`; the terminal front
+    /// end takes it for its printer task).
+    pub(crate) events: Option<broadcast::Receiver<crate::venue::VenueEvent>>,
 }
 
 impl<V: Venue> Shell<V> {
     pub fn new(venue: V) -> Shell<V> {
-        Shell { venue, instruments: BTreeMap::new(), latencies: Latencies::default() }
+        let events = Some(venue.events());
+        Shell {
+            venue,
+            instruments: BTreeMap::new(),
+            latencies: Latencies::default(),
+            interest: Arc::new(Mutex::new(Interest::default())),
+            events,
+        }
+    }
+
+    /// The notifications the user asked for (shared with a printer task).
+    pub fn interest(&self) -> Arc<Mutex<Interest>> {
+        self.interest.clone()
+    }
+
+    /// Renders an event if the user subscribed to it.
+    fn render_event(&self, event: &crate::venue::VenueEvent, json: bool) -> Option<String> {
+        self.interest.lock().ok()?.render(&self.venue, event, json)
+    }
+
+    /// Prints the notifications that arrived so far (without waiting).
+    fn drain_events(
+        &self,
+        rx: &mut broadcast::Receiver<crate::venue::VenueEvent>,
+        out: &mut impl Write,
+        json: bool,
+    ) -> std::io::Result<()> {
+        loop {
+            let line = match rx.try_recv() {
+                Ok(event) => self.render_event(&event, json),
+                Err(broadcast::error::TryRecvError::Lagged(n)) => Some(events::lagged(n, json)),
+                Err(_) => return Ok(()),
+            };
+            if let Some(line) = line {
+                writeln!(out, "{line}")?;
+            }
+        }
     }
 
     pub fn venue(&self) -> &V {
@@ -111,11 +157,73 @@ impl<V: Venue> Shell<V> {
     }
 
     /// Reads commands line by line (stdin that is not a terminal), prints each result (text
-    /// or one JSON object per line) and returns the number of failed commands.
-    pub async fn run_script(&mut self, input: impl BufRead, out: &mut impl Write, json: bool) -> std::io::Result<u64> {
+    /// or one JSON object per line) and returns the number of failed commands. Notifications
+    /// of subscribed channels are printed as they arrive, between results (as lines, or JSON
+    /// objects with an `"event"` key), also while the input is idle; the run ends at the end
+    /// of the input or at `quit`.
+    pub async fn run_script<R: BufRead + Send + 'static>(
+        &mut self,
+        input: R,
+        out: &mut impl Write,
+        json: bool,
+    ) -> std::io::Result<u64> {
+        // Input is read on its own thread so that an idle pipe does not hold notifications back.
+        let (tx, mut lines) = mpsc::channel::<std::io::Result<String>>(64);
+        std::thread::Builder::new().name("shell-input".into()).spawn(move || {
+            for line in input.lines() {
+                if tx.blocking_send(line).is_err() {
+                    break;
+                }
+            }
+        })?;
+        // Taken by a terminal front end: follow the venue from now on.
+        let mut rx = self.events.take().unwrap_or_else(|| self.venue.events());
+        let result = self.script_loop(&mut lines, &mut rx, out, json).await;
+        self.events = Some(rx);
+        result
+    }
+
+    async fn script_loop(
+        &mut self,
+        lines: &mut mpsc::Receiver<std::io::Result<String>>,
+        rx: &mut broadcast::Receiver<crate::venue::VenueEvent>,
+        out: &mut impl Write,
+        json: bool,
+    ) -> std::io::Result<u64> {
+        #[allow(clippy::large_enum_variant)] // one value, on the stack, per loop turn
+        enum Next {
+            Line(Option<std::io::Result<String>>),
+            Event(Result<crate::venue::VenueEvent, broadcast::error::RecvError>),
+        }
         let mut failures = 0;
-        for line in input.lines() {
-            let line = line?;
+        let mut events_open = true;
+        loop {
+            let next = tokio::select! {
+                biased;
+                line = lines.recv() => Next::Line(line),
+                event = rx.recv(), if events_open => Next::Event(event),
+            };
+            let line = match next {
+                Next::Event(event) => {
+                    let text = match event {
+                        Ok(event) => self.render_event(&event, json),
+                        Err(broadcast::error::RecvError::Lagged(n)) => Some(events::lagged(n, json)),
+                        Err(broadcast::error::RecvError::Closed) => {
+                            events_open = false;
+                            None
+                        }
+                    };
+                    if let Some(text) = text {
+                        writeln!(out, "{text}")?;
+                        out.flush()?;
+                    }
+                    continue;
+                }
+                Next::Line(None) => break,
+                Next::Line(Some(line)) => line?,
+            };
+            // What arrived while the previous command ran comes before this command's result.
+            self.drain_events(rx, out, json)?;
             let name = line.split_whitespace().next().unwrap_or_default().to_owned();
             match self.run_line(&line).await {
                 Ok(None) => {}
@@ -140,6 +248,8 @@ impl<V: Venue> Shell<V> {
             }
             out.flush()?;
         }
+        self.drain_events(rx, out, json)?;
+        out.flush()?;
         Ok(failures)
     }
 }

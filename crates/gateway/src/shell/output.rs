@@ -59,13 +59,21 @@ pub fn micros(ns: u64) -> String {
     format!("{}.{}", ns / 1_000, (ns % 1_000) / 100)
 }
 
-/// The latency line printed under an order result.
+/// The latency line printed under an order result:
+/// `round trip = local (parsed → written) + network + exchange (usOut − usIn)`.
 pub fn latency_line(rt: &RoundTrip) -> String {
     let mut line =
-        format!("latency: local {} µs (parsed → written), round trip {} µs", micros(rt.local_ns), rt.round_trip_us);
-    if let (Some(exchange), Some(network)) = (rt.exchange_us, rt.network_us()) {
-        let _ = write!(line, " = network {network} µs + exchange {exchange} µs; client {} µs", micros(rt.client_ns()));
+        format!("latency: round trip {} µs = local {} µs (parsed → written)", rt.round_trip_us, micros(rt.local_ns));
+    match (rt.exchange_us, rt.network_us()) {
+        (Some(exchange), Some(network)) => {
+            let _ = write!(line, " + network {network} µs + exchange {exchange} µs");
+        }
+        (Some(exchange), None) => {
+            let _ = write!(line, " + network ? + exchange {exchange} µs (venue times exceed the measured rest)");
+        }
+        (None, _) => line.push_str(" + network and exchange (venue sent no usIn/usOut)"),
     }
+    let _ = write!(line, "; decode {} µs", micros(rt.decode_ns));
     line
 }
 
@@ -184,12 +192,12 @@ mod tests {
     #[test]
     fn json_is_one_parseable_line() {
         let mut output = sample();
-        output.latency = Some(RoundTrip { local_ns: 1_500, round_trip_us: 90, exchange_us: Some(10), decode_ns: 100 });
+        output.latency = Some(RoundTrip { local_ns: 1_500, round_trip_us: 91, exchange_us: Some(10), decode_ns: 100 });
         let line = render_json(&output);
         assert!(!line.contains('\n'));
         let value: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(value["rows"][0]["price"], "50000.5");
-        assert_eq!(value["latency"]["network_us"], 80);
+        assert_eq!(value["latency"]["network_us"], 79);
         let err: Value = serde_json::from_str(&render_json_error("buy", Some(10009), "not_enough_funds")).unwrap();
         assert_eq!(err["ok"], false);
         assert_eq!(err["error"]["code"], 10009);

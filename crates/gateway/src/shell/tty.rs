@@ -1,6 +1,8 @@
 //! The terminal front end: line editing, history kept across sessions, tab completion of
 //! commands, channels and instrument names (rustyline), and `watch`, a live ladder with
-//! trades redrawn in place until a key is pressed (crossterm).
+//! trades redrawn in place until a key is pressed (crossterm). Notifications of subscribed
+//! channels print between prompts through rustyline's external printer, which clears and
+//! repaints the line being typed instead of writing over it.
 //!
 //! Owns: the editor, the history file, the alternate screen while watching.
 //! Must not: run commands itself (it hands lines to `Shell`), or leave the terminal in raw
@@ -76,9 +78,37 @@ pub fn history_path() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".ticktrade_history"))
 }
 
+/// Prints the user's notifications until the venue's event stream ends.
+async fn print_notifications<V: Venue>(
+    venue: V,
+    interest: std::sync::Arc<std::sync::Mutex<super::Interest>>,
+    mut events: tokio::sync::broadcast::Receiver<VenueEvent>,
+    mut printer: impl rustyline::ExternalPrinter,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let line = match events.recv().await {
+            Ok(event) => match interest.lock() {
+                Ok(mut interest) => interest.render(&venue, &event, false),
+                Err(_) => return,
+            },
+            Err(RecvError::Lagged(n)) => {
+                Some(super::events::lagged(n, false)).filter(|_| interest.lock().is_ok_and(|i| !i.paused))
+            }
+            Err(RecvError::Closed) => return,
+        };
+        if let Some(mut line) = line {
+            line.push('\n');
+            if printer.print(line).is_err() {
+                return;
+            }
+        }
+    }
+}
+
 /// Runs the interactive shell until `quit`, `logout` or end of input. Returns the number of
 /// failed commands. Needs a multi-threaded tokio runtime (reading a line blocks a worker).
-pub async fn run_interactive<V: Venue>(shell: &mut Shell<V>) -> Result<u64, ShellError> {
+pub async fn run_interactive<V: Venue + Clone>(shell: &mut Shell<V>) -> Result<u64, ShellError> {
     let io = |e: std::io::Error| ShellError::Invalid(format!("terminal: {e}"));
     let readline_err = |e: ReadlineError| ShellError::Invalid(format!("terminal: {e}"));
     let mut editor: Editor<ShellHelper, DefaultHistory> = Editor::new().map_err(readline_err)?;
@@ -87,10 +117,26 @@ pub async fn run_interactive<V: Venue>(shell: &mut Shell<V>) -> Result<u64, Shel
     if let Some(path) = &history {
         let _ = editor.load_history(path);
     }
-    let mut failures = 0;
     let mut stdout = std::io::stdout();
     let info = shell.venue.info();
     writeln!(stdout, "ticktrade shell on {} ({}). `help` lists commands.", info.endpoint, info.venue).map_err(io)?;
+    let events = shell.events.take().unwrap_or_else(|| shell.venue.events());
+    let printer = editor.create_external_printer().map_err(readline_err)?;
+    let notifications = tokio::spawn(print_notifications(shell.venue.clone(), shell.interest.clone(), events, printer));
+    let result = edit_loop(shell, &mut editor, history.as_deref(), &mut stdout).await;
+    notifications.abort();
+    result
+}
+
+async fn edit_loop<V: Venue>(
+    shell: &mut Shell<V>,
+    editor: &mut Editor<ShellHelper, DefaultHistory>,
+    history: Option<&std::path::Path>,
+    stdout: &mut std::io::Stdout,
+) -> Result<u64, ShellError> {
+    let io = |e: std::io::Error| ShellError::Invalid(format!("terminal: {e}"));
+    let readline_err = |e: ReadlineError| ShellError::Invalid(format!("terminal: {e}"));
+    let mut failures = 0;
     loop {
         let line = tokio::task::block_in_place(|| editor.readline("ticktrade> "));
         let line = match line {
@@ -103,11 +149,16 @@ pub async fn run_interactive<V: Venue>(shell: &mut Shell<V>) -> Result<u64, Shel
             continue;
         }
         let _ = editor.add_history_entry(line.as_str());
-        if let Some(path) = &history {
+        if let Some(path) = history {
             let _ = editor.save_history(path);
         }
         let result = match super::parse(&line) {
-            Ok(Some(super::Command::Watch(instrument))) => watch(shell, &instrument, &mut stdout).await.map(|_| None),
+            Ok(Some(super::Command::Watch(instrument))) => {
+                set_paused(shell, true);
+                let watched = watch(shell, &instrument, stdout).await.map(|_| None);
+                set_paused(shell, false);
+                watched
+            }
             Ok(Some(command)) => shell.execute(command).await.map(Some),
             Ok(None) => Ok(None),
             Err(err) => Err(err.into()),
@@ -130,6 +181,13 @@ pub async fn run_interactive<V: Venue>(shell: &mut Shell<V>) -> Result<u64, Shel
         }
     }
     Ok(failures)
+}
+
+/// Holds notifications back while `watch` owns the screen.
+fn set_paused<V: Venue>(shell: &Shell<V>, paused: bool) {
+    if let Ok(mut interest) = shell.interest.lock() {
+        interest.paused = paused;
+    }
 }
 
 /// Restores the terminal even if drawing fails half-way.
