@@ -1,28 +1,24 @@
-//! The downstream front end: the listener, the WebSocket upgrade at `/ws/api/v2` (with the
-//! connection and message-size limits), `GET /metrics`, and one task per client that writes its queue and
-//! passes its requests to the hub.
+//! The downstream front end's HTTP side: the axum router (`GET /metrics`, …) behind the
+//! listener in `conn`, which serves WebSocket upgrades at `/ws/api/v2` itself (with the
+//! connection and message-size limits) and hands every other request here.
 //!
-//! Owns: the client sockets.
-//! Must not: interpret requests (the hub does, so replies and notifications keep one order).
+//! Owns: the HTTP routes.
+//! Must not: interpret JSON-RPC requests (the hub does, so replies and notifications keep one order).
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use axum::Router;
 use axum::extract::State;
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use futures_util::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::hub::{HubMsg, Out};
-use crate::{ServeConfig, Shared, bump, now_us};
+use crate::hub::HubMsg;
+use crate::{ServeConfig, Shared};
 
 #[derive(Clone)]
 struct AppState {
-    cfg: Arc<ServeConfig>,
     hub: mpsc::Sender<HubMsg>,
     shared: Arc<Shared>,
 }
@@ -34,14 +30,25 @@ pub(crate) async fn serve(
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let state = AppState { cfg: Arc::new(cfg), hub, shared };
-    let app = Router::new().route("/ws/api/v2", get(upgrade)).route("/metrics", get(metrics)).with_state(state);
+    let (accept, handoff) =
+        match crate::conn::split(listener, Arc::new(cfg), hub.clone(), Arc::clone(&shared), shutdown.clone()) {
+            Ok(split) => split,
+            Err(e) => {
+                tracing::warn!("serve: {e}");
+                return;
+            }
+        };
+    let state = AppState { hub, shared };
+    let app = Router::new().route("/metrics", get(metrics)).with_state(state);
     let stop = async move {
         let _ = shutdown.wait_for(|s| *s).await;
     };
-    if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stop).await {
-        tracing::warn!("serve: {e}");
-    }
+    let http = async move {
+        if let Err(e) = axum::serve(handoff, app).with_graceful_shutdown(stop).await {
+            tracing::warn!("serve: {e}");
+        }
+    };
+    tokio::join!(accept, http);
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
@@ -55,73 +62,4 @@ async fn metrics(State(state): State<AppState>) -> Response {
         Err(_) => String::new(),
     };
     ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
-}
-
-async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
-    let limit = state.cfg.max_connections;
-    if bump(&state.shared.connections, 1) > limit {
-        bump(&state.shared.connections, -1);
-        let body = format!("too many connections (limit {limit})");
-        return (StatusCode::SERVICE_UNAVAILABLE, body).into_response();
-    }
-    let max = state.cfg.max_message_bytes;
-    ws.max_message_size(max).max_frame_size(max).on_upgrade(move |socket| async move {
-        run_client(socket, &state).await;
-        bump(&state.shared.connections, -1);
-    })
-}
-
-async fn run_client(socket: WebSocket, state: &AppState) {
-    let id = state.shared.next_client.fetch_add(1, Ordering::Relaxed) + 1;
-    let (tx, mut rx) = mpsc::channel::<Out>(state.cfg.queue_capacity.max(1));
-    let (kill_tx, mut kill_rx) = oneshot::channel::<String>();
-    if state.hub.send(HubMsg::Join { id, tx, kill: kill_tx }).await.is_err() {
-        return;
-    }
-    let (mut sink, mut stream) = socket.split();
-    loop {
-        tokio::select! {
-            biased;
-            reason = &mut kill_rx => {
-                let reason = reason.unwrap_or_else(|_| "server closing".to_owned());
-                let frame = CloseFrame { code: 1008, reason: reason.into() };
-                let _ = sink.send(Message::Close(Some(frame))).await;
-                break;
-            }
-            out = rx.recv() => match out {
-                Some(out) => {
-                    if sink.send(Message::Text(out.text)).await.is_err() {
-                        break;
-                    }
-                    if let Some(at) = out.upstream_at {
-                        let ns = u64::try_from(at.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                        if let Ok(mut guard) = state.shared.fanout_ns.lock()
-                            && let Some(h) = guard.as_mut()
-                        {
-                            h.saturating_record(ns.max(1));
-                        }
-                    }
-                }
-                None => break,
-            },
-            msg = stream.next() => match msg {
-                Some(Ok(Message::Text(text))) => {
-                    let request = HubMsg::Request { id, text: text.to_string(), us_in: now_us() };
-                    if state.hub.send(request).await.is_err() {
-                        break;
-                    }
-                }
-                Some(Ok(Message::Close(_))) | None => break,
-                Some(Ok(_)) => {}
-                Some(Err(e)) => {
-                    let mut reason = e.to_string();
-                    reason.truncate(120);
-                    let frame = CloseFrame { code: 1009, reason: reason.into() };
-                    let _ = sink.send(Message::Close(Some(frame))).await;
-                    break;
-                }
-            },
-        }
-    }
-    let _ = state.hub.send(HubMsg::Leave { id }).await;
 }

@@ -9,9 +9,10 @@
 //! does not hold the book it applies to.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::ws::Utf8Bytes;
+use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use ticktrade_book::l2::{L2Book, LevelUpdate};
@@ -22,18 +23,14 @@ use ticktrade_deribit_proto::envelope::encode_notification;
 use ticktrade_deribit_proto::{BookHeader, BookKind, decode_book_units};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::conn::{DelaySummary, Outbound, Sent};
 use crate::diff::book_diff;
 pub(crate) use crate::frames::grouping;
 use crate::frames::{encode_window, snapshot_frame};
+use crate::wire::text_frame;
 use crate::{ServeConfig, SlowPolicy};
 
 pub(crate) type ClientId = u64;
-
-/// One frame for a client, with the instant its upstream frame arrived (fan-out delay).
-pub(crate) struct Out {
-    pub text: Utf8Bytes,
-    pub upstream_at: Option<Instant>,
-}
 
 pub(crate) enum UpEvent {
     Connected,
@@ -42,7 +39,7 @@ pub(crate) enum UpEvent {
 }
 
 pub(crate) enum HubMsg {
-    Join { id: ClientId, tx: mpsc::Sender<Out>, kill: oneshot::Sender<String> },
+    Join { id: ClientId, out: Arc<Outbound>, kill: oneshot::Sender<String> },
     Request { id: ClientId, text: String, us_in: u64 },
     Leave { id: ClientId },
     Upstream(UpEvent),
@@ -56,6 +53,9 @@ pub struct ClientCounters {
     pub bytes: u64,
     pub drops: u64,
     pub conflations: u64,
+    /// Fan-out delays of the frames written to this client (upstream frame received →
+    /// frame handed to the client's socket).
+    pub fanout: DelaySummary,
 }
 
 /// Totals and per-client counters.
@@ -73,7 +73,7 @@ pub struct Totals {
 }
 
 pub(crate) struct Client {
-    pub tx: mpsc::Sender<Out>,
+    pub out: Arc<Outbound>,
     pub kill: Option<oneshot::Sender<String>>,
     /// Downstream channel → holds a consistent view (snapshot sent, chain followed).
     pub subs: HashMap<String, bool>,
@@ -202,10 +202,10 @@ impl Hub {
 
     fn on_msg(&mut self, msg: HubMsg) {
         match msg {
-            HubMsg::Join { id, tx, kill } => {
+            HubMsg::Join { id, out, kill } => {
                 self.clients.insert(
                     id,
-                    Client { tx, kill: Some(kill), subs: HashMap::new(), counters: ClientCounters::default() },
+                    Client { out, kill: Some(kill), subs: HashMap::new(), counters: ClientCounters::default() },
                 );
             }
             HubMsg::Request { id, text, us_in } => self.on_request(id, &text, us_in),
@@ -220,7 +220,11 @@ impl Hub {
             HubMsg::Upstream(UpEvent::Frame(text, at)) => self.on_upstream(&text, at),
             HubMsg::Totals(reply) => {
                 let mut totals = self.totals.clone();
-                totals.clients = self.clients.iter().map(|(id, c)| (*id, c.counters)).collect();
+                totals.clients = self
+                    .clients
+                    .iter()
+                    .map(|(id, c)| (*id, ClientCounters { fanout: c.out.delays(), ..c.counters }))
+                    .collect();
                 let _ = reply.send(totals);
             }
         }
@@ -308,15 +312,15 @@ impl Hub {
     fn relay(&mut self, upstream: &str, text: &str, data: &str, at: Instant) {
         let Some(downs) = self.relays.get(upstream).cloned() else { return };
         for down in downs {
-            let out: Utf8Bytes = if down == upstream {
-                text.into()
+            let frame = if down == upstream {
+                text_frame(text.as_bytes())
             } else {
                 let mut buf = Vec::with_capacity(text.len() + 8);
                 encode_notification(&mut buf, &down, data, None);
-                String::from_utf8(buf).unwrap_or_default().into()
+                text_frame(&buf)
             };
             for id in self.subscribers.get(&down).cloned().unwrap_or_default() {
-                self.deliver(id, out.clone(), Some(at));
+                self.deliver_frame(id, &frame, Some(at));
             }
         }
     }
@@ -406,13 +410,13 @@ impl Hub {
             }
         }
         for (ch, buf, needs_sync) in frames {
-            let text: Utf8Bytes = String::from_utf8(buf).unwrap_or_default().into();
+            let frame = text_frame(&buf);
             for id in self.subscribers.get(&ch).cloned().unwrap_or_default() {
                 let synced = self.clients.get(&id).and_then(|c| c.subs.get(&ch)).copied().unwrap_or(false);
                 if needs_sync && !synced {
                     continue;
                 }
-                if self.deliver(id, text.clone(), Some(at))
+                if self.deliver_frame(id, &frame, Some(at))
                     && let Some(flag) = self.clients.get_mut(&id).and_then(|c| c.subs.get_mut(&ch))
                 {
                     *flag = true;
@@ -439,7 +443,7 @@ impl Hub {
                         .filter(|id| {
                             self.clients
                                 .get(id)
-                                .is_some_and(|c| c.subs.get(&ch) == Some(&false) && c.tx.capacity() >= half.max(1))
+                                .is_some_and(|c| c.subs.get(&ch) == Some(&false) && c.out.queued() <= half)
                         })
                         .collect()
                 })
@@ -448,9 +452,9 @@ impl Hub {
                 continue;
             }
             let Some(state) = self.books.get(instrument) else { return };
-            let text: Utf8Bytes = String::from_utf8(snapshot_frame(&ch, instrument, state)).unwrap_or_default().into();
+            let frame = text_frame(&snapshot_frame(&ch, instrument, state));
             for id in waiting {
-                if self.deliver(id, text.clone(), None)
+                if self.deliver_frame(id, &frame, None)
                     && let Some(flag) = self.clients.get_mut(&id).and_then(|c| c.subs.get_mut(&ch))
                 {
                     *flag = true;
@@ -478,20 +482,27 @@ impl Hub {
         self.subscribe_upstream(&ch, true);
     }
 
-    /// Queues `text` for client `id`; applies the slow-client policy when its queue is full.
-    /// Returns whether the frame was queued.
-    pub(crate) fn deliver(&mut self, id: ClientId, text: Utf8Bytes, upstream_at: Option<Instant>) -> bool {
+    /// Sends the JSON `text` to client `id` as one WebSocket text frame; see [`Hub::deliver_frame`].
+    pub(crate) fn deliver(&mut self, id: ClientId, text: &[u8], upstream_at: Option<Instant>) -> bool {
+        let frame = text_frame(text);
+        self.deliver_frame(id, &frame, upstream_at)
+    }
+
+    /// Writes `frame` (framed once, the same bytes for every client) to client `id`, or queues
+    /// it behind what its socket has not taken yet; applies the slow-client policy when its
+    /// queue is full. Returns whether the frame was written or queued.
+    pub(crate) fn deliver_frame(&mut self, id: ClientId, frame: &Bytes, upstream_at: Option<Instant>) -> bool {
         let Some(client) = self.clients.get_mut(&id) else { return false };
-        let len = text.len() as u64;
-        match client.tx.try_send(Out { text, upstream_at }) {
-            Ok(()) => {
+        let len = frame.len() as u64;
+        match client.out.send(frame, upstream_at, self.cfg.queue_capacity) {
+            Sent::Ok => {
                 client.counters.messages += 1;
                 client.counters.bytes += len;
                 self.totals.messages += 1;
                 self.totals.bytes += len;
                 true
             }
-            Err(mpsc::error::TrySendError::Full(_)) => {
+            Sent::Full => {
                 client.counters.drops += 1;
                 self.totals.drops += 1;
                 match self.cfg.slow_policy {
@@ -519,7 +530,7 @@ impl Hub {
                 }
                 false
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
+            Sent::Closed => false,
         }
     }
 

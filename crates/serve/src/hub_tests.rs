@@ -28,25 +28,21 @@ fn rig(policy: SlowPolicy) -> Rig {
     Rig { hub, up }
 }
 
-fn join(hub: &mut Hub, id: ClientId) -> (mpsc::Receiver<Out>, oneshot::Receiver<String>) {
-    let (tx, rx) = mpsc::channel(4);
+fn join(hub: &mut Hub, id: ClientId) -> (Arc<Outbound>, oneshot::Receiver<String>) {
+    let out = Outbound::detached();
     let (kill, killed) = oneshot::channel();
-    hub.on_msg(HubMsg::Join { id, tx, kill });
+    hub.on_msg(HubMsg::Join { id, out: Arc::clone(&out), kill });
     let req = r#"{"jsonrpc":"2.0","id":1,"method":"public/subscribe","params":{"channels":["book.X.raw"]}}"#;
     hub.on_msg(HubMsg::Request { id, text: req.into(), us_in: 0 });
-    (rx, killed)
+    (out, killed)
 }
 
 fn up(hub: &mut Hub, text: String) {
     hub.on_msg(HubMsg::Upstream(UpEvent::Frame(text, Instant::now())));
 }
 
-fn drain(rx: &mut mpsc::Receiver<Out>) -> Vec<serde_json::Value> {
-    let mut out = Vec::new();
-    while let Ok(o) = rx.try_recv() {
-        out.push(serde_json::from_str(o.text.as_str()).unwrap());
-    }
-    out
+fn drain(out: &mut Arc<Outbound>) -> Vec<serde_json::Value> {
+    out.take_queued().iter().map(|f| serde_json::from_slice(crate::wire::payload(f)).unwrap()).collect()
 }
 
 /// Follows a client's book frames like a strict client: panics on a gap.

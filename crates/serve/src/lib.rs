@@ -17,15 +17,20 @@
 //! - `metrics`: Prometheus text of the counters and the fan-out delay histogram.
 //! - `requests`: the JSON-RPC methods the hub answers (subscribe, unsubscribe, proxying).
 //! - `upstream`: the upstream WebSocket connection with reconnect.
-//! - `client`: one downstream WebSocket connection.
+//! - `client`: the HTTP routes (axum) for requests that are not WebSocket upgrades.
+//! - `conn`: the listener, the `/ws/api/v2` upgrade and each client's socket: the hub writes
+//!   frames straight to it (one `write` per frame per client), a bounded queue takes the rest.
+//! - `wire`: RFC 6455 frames and handshake, server side.
 
 mod client;
+mod conn;
 pub mod diff;
 mod frames;
 mod hub;
 pub mod metrics;
 mod requests;
 mod upstream;
+mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -35,6 +40,7 @@ use std::time::Duration;
 use ticktrade_sim::{SimConfig, SimHandle};
 use tokio::sync::{mpsc, watch};
 
+pub use conn::DelaySummary;
 pub use hub::{ClientCounters, Totals};
 
 /// Where the market data comes from.
@@ -118,6 +124,7 @@ pub struct ServeHandle {
     sim: Option<SimHandle>,
     shutdown: watch::Sender<bool>,
     hub: mpsc::Sender<hub::HubMsg>,
+    shared: Arc<Shared>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -141,6 +148,27 @@ impl ServeHandle {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.hub.send(hub::HubMsg::Totals(tx)).await.ok()?;
         rx.await.ok()
+    }
+
+    /// The fan-out delays (ns) recorded since the start or the last
+    /// [`ServeHandle::reset_fanout`], as `(value, count)` pairs in increasing value order.
+    pub fn fanout_recorded(&self) -> Vec<(u64, u64)> {
+        match self.shared.fanout_ns.lock() {
+            Ok(guard) => guard
+                .as_ref()
+                .map(|h| h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect())
+                .unwrap_or_default(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Forgets the fan-out delays recorded so far (a benchmark's warm-up).
+    pub fn reset_fanout(&self) {
+        if let Ok(mut guard) = self.shared.fanout_ns.lock()
+            && let Some(h) = guard.as_mut()
+        {
+            h.reset();
+        }
     }
 
     pub async fn shutdown(self) {
@@ -181,7 +209,7 @@ pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
     let tasks = vec![
         tokio::spawn(upstream::run(url.clone(), up_rx, hub_tx.clone())),
         tokio::spawn(hub::Hub::new(&config, up_tx, ready_tx).run(hub_rx)),
-        tokio::spawn(client::serve(listener, config.clone(), hub_tx.clone(), shared, shutdown_rx)),
+        tokio::spawn(client::serve(listener, config.clone(), hub_tx.clone(), Arc::clone(&shared), shutdown_rx)),
     ];
 
     let secs = 20;
@@ -195,7 +223,7 @@ pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
         }
         return Err(ServeError::NoInstruments { url, secs });
     }
-    Ok(ServeHandle { addr, sim, shutdown: shutdown_tx, hub: hub_tx, tasks })
+    Ok(ServeHandle { addr, sim, shutdown: shutdown_tx, hub: hub_tx, shared, tasks })
 }
 
 pub(crate) fn now_us() -> u64 {

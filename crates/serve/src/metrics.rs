@@ -70,7 +70,10 @@ mod tests {
     #[test]
     fn renders_counters_clients_and_quantiles() {
         let mut totals = Totals { messages: 7, resyncs: 2, ..Totals::default() };
-        totals.clients.insert(3, ClientCounters { messages: 5, bytes: 100, drops: 1, conflations: 1 });
+        totals.clients.insert(
+            3,
+            ClientCounters { messages: 5, bytes: 100, drops: 1, conflations: 1, ..ClientCounters::default() },
+        );
         let mut h = new_histogram().unwrap();
         for ns in [1_000, 2_000, 3_000, 1_000_000] {
             h.record(ns).unwrap();

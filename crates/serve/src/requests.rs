@@ -80,8 +80,7 @@ pub(crate) fn forward_response(hub: &mut Hub, client: ClientId, id: &OwnedId, te
 }
 
 fn send(hub: &mut Hub, client: ClientId, out: Vec<u8>) {
-    let text = String::from_utf8(out).unwrap_or_default();
-    hub.deliver(client, text.into(), None);
+    hub.deliver(client, &out, None);
 }
 
 impl Hub {

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 mod book;
+mod feed;
 mod hl;
 mod matching;
 mod order;
@@ -27,6 +28,8 @@ enum Which {
     TickToTrade(tick_to_trade::Args),
     /// Order path: call to bytes written, and the round trip split with usIn/usOut.
     Order(order::Args),
+    /// Fan-out server: upstream frame received → downstream frame written with 1…1,000 clients, beside bare writes.
+    Feed(feed::Args),
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -36,5 +39,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Which::Hl(args) => hl::run(args),
         Which::TickToTrade(args) => tick_to_trade::run(args),
         Which::Order(args) => order::run(args),
+        Which::Feed(args) => feed::run(args),
     }
 }

@@ -1,0 +1,429 @@
+//! Downstream connections: the accept loop, the WebSocket upgrade at `/ws/api/v2` done here on
+//! the bare socket, and each client's [`Outbound`]: the hub writes a frame straight to the
+//! client's socket (one `write` per frame per client, no task wake-up, no copy: every client
+//! gets the same framed bytes); only what the socket does not take at once is queued, bounded,
+//! and flushed by the client's own task when the socket is writable again. Every other HTTP
+//! request is handed to the axum router in `client`, bytes already read included.
+//!
+//! Owns: the client sockets, the per-client queue bound, the fan-out delay stamps (taken when
+//! a frame's last byte is handed to the kernel).
+//! Must not: interpret requests (the hub does), or block the hub (writes are non-blocking).
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+
+use crate::hub::HubMsg;
+use crate::wire::{self, FrameReader, Incoming};
+use crate::{ServeConfig, Shared, bump, now_us};
+
+/// Largest request head read before deciding where a connection goes.
+const MAX_HEAD: usize = 16 << 10;
+
+/// What happened to a frame offered to a client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// Written to the socket, or queued behind earlier frames.
+    Ok,
+    /// The queue is full (slow client).
+    Full,
+    /// The connection is gone or closing.
+    Closed,
+}
+
+struct Queued {
+    bytes: Bytes,
+    upstream_at: Option<Instant>,
+}
+
+struct OutState {
+    queue: VecDeque<Queued>,
+    closing: bool,
+    /// This client's fan-out delays (ns, 2 significant digits).
+    delays: Option<Histogram<u32>>,
+}
+
+/// A client's outgoing side, shared by the hub (writes) and the client's task (flushes what
+/// the socket did not take, and reads).
+pub(crate) struct Outbound {
+    state: Mutex<OutState>,
+    notify: Notify,
+    stream: Option<Arc<TcpStream>>,
+    shared: Arc<Shared>,
+}
+
+/// Quantiles of one client's fan-out delays, in ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DelaySummary {
+    pub count: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+impl Outbound {
+    fn new(stream: Option<Arc<TcpStream>>, shared: Arc<Shared>) -> Outbound {
+        let delays = Histogram::new_with_bounds(1, 60_000_000_000, 2).ok();
+        Outbound {
+            state: Mutex::new(OutState { queue: VecDeque::new(), closing: false, delays }),
+            notify: Notify::new(),
+            stream,
+            shared,
+        }
+    }
+
+    /// An outbound with no socket: frames stay queued until [`Outbound::take_queued`] (hub tests).
+    #[cfg(test)]
+    pub(crate) fn detached() -> Arc<Outbound> {
+        Arc::new(Outbound::new(None, Arc::new(Shared::default())))
+    }
+
+    /// Takes every queued frame (hub tests).
+    #[cfg(test)]
+    pub(crate) fn take_queued(&self) -> Vec<Bytes> {
+        match self.state.lock() {
+            Ok(mut st) => st.queue.drain(..).map(|q| q.bytes).collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Frames waiting for the socket.
+    pub(crate) fn queued(&self) -> usize {
+        self.state.lock().map_or(0, |st| st.queue.len())
+    }
+
+    /// This client's fan-out delay quantiles so far.
+    pub(crate) fn delays(&self) -> DelaySummary {
+        let Ok(st) = self.state.lock() else { return DelaySummary::default() };
+        match &st.delays {
+            Some(h) if !h.is_empty() => DelaySummary {
+                count: h.len(),
+                p50_ns: h.value_at_quantile(0.5),
+                p99_ns: h.value_at_quantile(0.99),
+                p999_ns: h.value_at_quantile(0.999),
+                max_ns: h.max(),
+            },
+            _ => DelaySummary::default(),
+        }
+    }
+
+    fn record(&self, st: &mut OutState, upstream_at: Option<Instant>) {
+        let Some(at) = upstream_at else { return };
+        let ns = u64::try_from(at.elapsed().as_nanos()).unwrap_or(u64::MAX).max(1);
+        if let Some(h) = st.delays.as_mut() {
+            h.saturating_record(ns);
+        }
+        if let Ok(mut guard) = self.shared.fanout_ns.lock()
+            && let Some(h) = guard.as_mut()
+        {
+            h.saturating_record(ns);
+        }
+    }
+
+    /// Writes `frame` now if nothing is queued and the socket takes it; otherwise queues it
+    /// (at most `capacity` frames) for the client's task.
+    pub(crate) fn send(&self, frame: &Bytes, upstream_at: Option<Instant>, capacity: usize) -> Sent {
+        let Ok(mut st) = self.state.lock() else { return Sent::Closed };
+        if st.closing {
+            return Sent::Closed;
+        }
+        if st.queue.is_empty()
+            && let Some(stream) = &self.stream
+        {
+            match stream.try_write(frame) {
+                Ok(n) if n == frame.len() => {
+                    self.record(&mut st, upstream_at);
+                    return Sent::Ok;
+                }
+                Ok(n) => {
+                    st.queue.push_back(Queued { bytes: frame.slice(n..), upstream_at });
+                    drop(st);
+                    self.notify.notify_one();
+                    return Sent::Ok;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => {
+                    st.closing = true;
+                    drop(st);
+                    self.notify.notify_one();
+                    return Sent::Closed;
+                }
+            }
+        }
+        if st.queue.len() >= capacity.max(1) {
+            return Sent::Full;
+        }
+        st.queue.push_back(Queued { bytes: frame.clone(), upstream_at });
+        drop(st);
+        self.notify.notify_one();
+        Sent::Ok
+    }
+
+    /// Queues a control frame past the bound (pong, close); `last` = nothing after it.
+    fn control(&self, frame: Bytes, last: bool) {
+        if let Ok(mut st) = self.state.lock() {
+            if st.closing {
+                return;
+            }
+            st.queue.push_back(Queued { bytes: frame, upstream_at: None });
+            st.closing |= last;
+        }
+        self.notify.notify_one();
+    }
+
+    /// Writes what is queued until the queue is empty (`Ok(true)` if the connection is closing).
+    async fn flush(&self) -> io::Result<bool> {
+        let Some(stream) = &self.stream else { return Ok(false) };
+        loop {
+            {
+                let Ok(mut st) = self.state.lock() else { return Ok(true) };
+                loop {
+                    let Some(front) = st.queue.front_mut() else { return Ok(st.closing) };
+                    match stream.try_write(&front.bytes) {
+                        Ok(n) if n == front.bytes.len() => {
+                            let at = front.upstream_at;
+                            st.queue.pop_front();
+                            self.record(&mut st, at);
+                        }
+                        Ok(n) => {
+                            let rest = front.bytes.slice(n..);
+                            front.bytes = rest;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) => {
+                            st.closing = true;
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+            stream.writable().await?;
+        }
+    }
+}
+
+/// Connections that are not WebSocket upgrades at `/ws/api/v2`, for axum.
+pub(crate) struct Handoff {
+    rx: mpsc::Receiver<(Prefixed, SocketAddr)>,
+    addr: SocketAddr,
+}
+
+impl axum::serve::Listener for Handoff {
+    type Io = Prefixed;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Prefixed, SocketAddr) {
+        match self.rx.recv().await {
+            Some(conn) => conn,
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(self.addr)
+    }
+}
+
+/// A socket whose first bytes were already read: they are read again first.
+pub(crate) struct Prefixed {
+    prefix: Bytes,
+    inner: TcpStream,
+}
+
+impl AsyncRead for Prefixed {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        if !self.prefix.is_empty() {
+            let n = self.prefix.len().min(buf.remaining());
+            let head = self.prefix.split_to(n);
+            buf.put_slice(&head);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Prefixed {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[derive(Clone)]
+struct ConnState {
+    cfg: Arc<ServeConfig>,
+    hub: mpsc::Sender<HubMsg>,
+    shared: Arc<Shared>,
+    http: mpsc::Sender<(Prefixed, SocketAddr)>,
+}
+
+/// Accepts connections on `listener`: WebSocket upgrades at `/ws/api/v2` are served here,
+/// everything else goes to the returned [`Handoff`] (for axum).
+pub(crate) fn split(
+    listener: TcpListener,
+    cfg: Arc<ServeConfig>,
+    hub: mpsc::Sender<HubMsg>,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) -> io::Result<(impl Future<Output = ()> + Send, Handoff)> {
+    let addr = listener.local_addr()?;
+    let (http, rx) = mpsc::channel(256);
+    let state = ConnState { cfg, hub, shared, http };
+    let accept = async move {
+        let stop = async move {
+            let _ = shutdown.wait_for(|s| *s).await;
+        };
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => return,
+                conn = listener.accept() => match conn {
+                    Ok((stream, peer)) => {
+                        let _ = stream.set_nodelay(true);
+                        tokio::spawn(route(stream, peer, state.clone()));
+                    }
+                    Err(e) => {
+                        tracing::warn!("accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+            }
+        }
+    };
+    Ok((accept, Handoff { rx, addr }))
+}
+
+/// Reads the request head and sends the connection where it belongs.
+async fn route(mut stream: TcpStream, peer: SocketAddr, state: ConnState) {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 2048];
+    let read_head = async {
+        loop {
+            if let Some(end) = wire::head_end(&buf) {
+                return Some(end);
+            }
+            if buf.len() >= MAX_HEAD {
+                return None;
+            }
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    let end = match tokio::time::timeout(Duration::from_secs(10), read_head).await {
+        Ok(Some(end)) => Some(end),
+        Ok(None) if buf.len() >= MAX_HEAD => None,
+        _ => return,
+    };
+    let head = end.and_then(|end| wire::parse_head(&buf[..end]));
+    match (end, head) {
+        (Some(end), Some(wire::Head { path, ws_key: Some(key) })) if path == "/ws/api/v2" => {
+            let rest = buf.split_off(end);
+            upgrade(stream, &key, rest, &state).await;
+        }
+        _ => {
+            let _ = state.http.send((Prefixed { prefix: Bytes::from(buf), inner: stream }, peer)).await;
+        }
+    }
+}
+
+async fn upgrade(mut stream: TcpStream, key: &str, rest: Vec<u8>, state: &ConnState) {
+    let limit = state.cfg.max_connections;
+    if bump(&state.shared.connections, 1) > limit {
+        bump(&state.shared.connections, -1);
+        let body = format!("too many connections (limit {limit})");
+        let _ = stream.write_all(&wire::http_reply("503 Service Unavailable", &body)).await;
+        let _ = stream.shutdown().await;
+        return;
+    }
+    if stream.write_all(&wire::accept_reply(key)).await.is_ok() {
+        run_client(stream, rest, state).await;
+    }
+    bump(&state.shared.connections, -1);
+}
+
+async fn run_client(stream: TcpStream, rest: Vec<u8>, state: &ConnState) {
+    let id = state.shared.next_client.fetch_add(1, Ordering::Relaxed) + 1;
+    let stream = Arc::new(stream);
+    let out = Arc::new(Outbound::new(Some(Arc::clone(&stream)), Arc::clone(&state.shared)));
+    let (kill_tx, mut kill_rx) = oneshot::channel::<String>();
+    if state.hub.send(HubMsg::Join { id, out: Arc::clone(&out), kill: kill_tx }).await.is_err() {
+        return;
+    }
+    let mut reader = FrameReader::new(state.cfg.max_message_bytes);
+    reader.push(&rest);
+    let mut chunk = vec![0u8; 16 << 10];
+    'conn: loop {
+        // Whole messages already read.
+        loop {
+            match reader.next() {
+                Ok(Some(Incoming::Text(text))) => {
+                    if state.hub.send(HubMsg::Request { id, text, us_in: now_us() }).await.is_err() {
+                        break 'conn;
+                    }
+                }
+                Ok(Some(Incoming::Ping(data))) => out.control(wire::pong_frame(&data), false),
+                Ok(Some(Incoming::Close)) => {
+                    out.control(wire::close_frame(1000, ""), true);
+                    break 'conn;
+                }
+                Ok(Some(Incoming::Binary | Incoming::Pong)) => {}
+                Ok(None) => break,
+                Err(e) => {
+                    out.control(wire::close_frame(e.close_code(), &e.to_string()), true);
+                    break 'conn;
+                }
+            }
+        }
+        tokio::select! {
+            biased;
+            reason = &mut kill_rx => {
+                let reason = reason.unwrap_or_else(|_| "server closing".to_owned());
+                out.control(wire::close_frame(1008, &reason), true);
+                break 'conn;
+            }
+            () = out.notify.notified() => match out.flush().await {
+                Ok(false) => {}
+                Ok(true) | Err(_) => break 'conn,
+            },
+            ready = stream.readable() => {
+                if ready.is_err() {
+                    break 'conn;
+                }
+                match stream.try_read(&mut chunk) {
+                    Ok(0) => break 'conn,
+                    Ok(n) => reader.push(&chunk[..n]),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(_) => break 'conn,
+                }
+            }
+        }
+    }
+    let _ = state.hub.send(HubMsg::Leave { id }).await;
+    // Send what is left (a close frame at least), briefly.
+    let _ = tokio::time::timeout(Duration::from_secs(2), out.flush()).await;
+    if let Ok(mut st) = out.state.lock() {
+        st.closing = true;
+        st.queue.clear();
+    }
+}
