@@ -171,6 +171,11 @@ impl Outbound {
         Sent::Ok
     }
 
+    /// Closes the connection with `code` and `reason` once what is queued is written.
+    pub(crate) fn close(&self, code: u16, reason: &str) {
+        self.control(wire::close_frame(code, reason), true);
+    }
+
     /// Queues a control frame past the bound (pong, close); `last` = nothing after it.
     fn control(&self, frame: Bytes, last: bool) {
         if let Ok(mut st) = self.state.lock() {

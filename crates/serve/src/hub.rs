@@ -39,11 +39,28 @@ pub(crate) enum UpEvent {
 }
 
 pub(crate) enum HubMsg {
-    Join { id: ClientId, out: Arc<Outbound>, kill: oneshot::Sender<String> },
-    Request { id: ClientId, text: String, us_in: u64 },
-    Leave { id: ClientId },
+    Join {
+        id: ClientId,
+        out: Arc<Outbound>,
+        kill: oneshot::Sender<String>,
+    },
+    Request {
+        id: ClientId,
+        text: String,
+        us_in: u64,
+    },
+    Leave {
+        id: ClientId,
+    },
     Upstream(UpEvent),
     Totals(oneshot::Sender<Totals>),
+    /// `GET /api/v2/public/{method}`: `params` is a JSON object; the reply is the JSON-RPC
+    /// response text (no id), answered here when the data is here, else by upstream.
+    Rest {
+        method: String,
+        params: String,
+        reply: oneshot::Sender<String>,
+    },
 }
 
 /// Counters of one client.
@@ -70,6 +87,10 @@ pub struct Totals {
     /// Upstream book resyncs (gap, bad frame, reconnect) sent on to clients as diffs.
     pub resyncs: u64,
     pub upstream_frames: u64,
+    /// Upstream channels subscribed now (including those lingering after their last client).
+    pub upstream_channels: Vec<String>,
+    /// Clients closed because a heartbeat `test_request` went unanswered.
+    pub heartbeat_closes: u64,
 }
 
 pub(crate) struct Client {
@@ -78,6 +99,17 @@ pub(crate) struct Client {
     /// Downstream channel → holds a consistent view (snapshot sent, chain followed).
     pub subs: HashMap<String, bool>,
     pub counters: ClientCounters,
+    pub heartbeat: Option<Heartbeat>,
+}
+
+/// A client's `public/set_heartbeat` state.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Heartbeat {
+    pub every: Duration,
+    /// When the next `test_request` is due.
+    pub next: Instant,
+    /// A `test_request` was sent and no `public/test` came back yet.
+    pub awaiting: bool,
 }
 
 /// One instrument's book as clients see it.
@@ -102,6 +134,7 @@ pub(crate) struct UpSub {
 
 pub(crate) enum Pending {
     Proxy { client: ClientId, id: OwnedId },
+    Rest(oneshot::Sender<String>),
     Instruments,
     Ignore,
 }
@@ -128,6 +161,8 @@ pub(crate) struct Hub {
     pub pending: HashMap<u64, Pending>,
     pub totals: Totals,
     pub ready: watch::Sender<bool>,
+    /// The server's shared counters (the fan-out histogram in the web view's stats).
+    pub shared: Option<Arc<crate::Shared>>,
     updates: Vec<LevelUpdate>,
     scratch: L2Book,
 }
@@ -182,6 +217,7 @@ impl Hub {
             pending: HashMap::new(),
             totals: Totals::default(),
             ready,
+            shared: None,
             updates: Vec::new(),
             scratch: L2Book::new(),
         }
@@ -195,7 +231,11 @@ impl Hub {
                     Some(msg) => self.on_msg(msg),
                     None => return,
                 },
-                _ = sweep.tick() => self.sweep(Instant::now()),
+                _ = sweep.tick() => {
+                    let now = Instant::now();
+                    self.sweep(now);
+                    self.heartbeats(now);
+                }
             }
         }
     }
@@ -205,7 +245,13 @@ impl Hub {
             HubMsg::Join { id, out, kill } => {
                 self.clients.insert(
                     id,
-                    Client { out, kill: Some(kill), subs: HashMap::new(), counters: ClientCounters::default() },
+                    Client {
+                        out,
+                        kill: Some(kill),
+                        subs: HashMap::new(),
+                        counters: ClientCounters::default(),
+                        heartbeat: None,
+                    },
                 );
             }
             HubMsg::Request { id, text, us_in } => self.on_request(id, &text, us_in),
@@ -225,8 +271,11 @@ impl Hub {
                     .iter()
                     .map(|(id, c)| (*id, ClientCounters { fanout: c.out.delays(), ..c.counters }))
                     .collect();
+                totals.upstream_channels = self.upstream.keys().cloned().collect();
+                totals.upstream_channels.sort();
                 let _ = reply.send(totals);
             }
+            HubMsg::Rest { method, params, reply } => self.on_rest(&method, &params, reply),
         }
     }
 
@@ -305,6 +354,9 @@ impl Hub {
                 Err(e) => tracing::warn!("upstream instrument list: {e}"),
             },
             Pending::Proxy { client, id } => crate::requests::forward_response(self, client, &id, text),
+            Pending::Rest(reply) => {
+                let _ = reply.send(crate::requests::rest_response(text));
+            }
         }
     }
 
@@ -569,6 +621,32 @@ impl Hub {
             if sub.refs == 0 {
                 sub.idle_since = Some(Instant::now());
             }
+        }
+    }
+
+    /// Sends due heartbeat `test_request`s; closes (4000 "heartbeat close") a client that did
+    /// not answer the previous one with `public/test` within its interval.
+    pub(crate) fn heartbeats(&mut self, now: Instant) {
+        const TEST_REQUEST: &[u8] = br#"{"jsonrpc":"2.0","method":"heartbeat","params":{"type":"test_request"}}"#;
+        let due: Vec<(ClientId, bool)> = self
+            .clients
+            .iter()
+            .filter_map(|(id, c)| c.heartbeat.filter(|h| now >= h.next).map(|h| (*id, h.awaiting)))
+            .collect();
+        for (id, unanswered) in due {
+            if unanswered {
+                if let Some(client) = self.clients.get(&id) {
+                    client.out.close(4000, "heartbeat close");
+                }
+                self.totals.heartbeat_closes += 1;
+                self.remove_client(id);
+                continue;
+            }
+            if let Some(h) = self.clients.get_mut(&id).and_then(|c| c.heartbeat.as_mut()) {
+                h.awaiting = true;
+                h.next = now + h.every;
+            }
+            self.deliver(id, TEST_REQUEST, None);
         }
     }
 

@@ -21,6 +21,8 @@
 //! - `conn`: the listener, the `/ws/api/v2` upgrade and each client's socket: the hub writes
 //!   frames straight to it (one `write` per frame per client), a bounded queue takes the rest.
 //! - `wire`: RFC 6455 frames and handshake, server side.
+//! - `web`: the live web view at `GET /` (assets embedded in the binary) and the
+//!   `public/ticktrade_get_stats` method it polls over its WebSocket.
 
 mod client;
 mod conn;
@@ -30,6 +32,7 @@ mod hub;
 pub mod metrics;
 mod requests;
 mod upstream;
+mod web;
 mod wire;
 
 use std::net::SocketAddr;
@@ -79,6 +82,8 @@ pub struct ServeConfig {
     pub max_connections: usize,
     /// How long an upstream subscription is kept after its last client left.
     pub linger: Duration,
+    /// Smallest `public/set_heartbeat` interval accepted (Deribit: 10 s).
+    pub min_heartbeat: Duration,
 }
 
 impl Default for ServeConfig {
@@ -94,6 +99,7 @@ impl Default for ServeConfig {
             max_message_bytes: 64 << 10,
             max_connections: 10_000,
             linger: Duration::from_secs(10),
+            min_heartbeat: Duration::from_secs(10),
         }
     }
 }
@@ -162,6 +168,23 @@ impl ServeHandle {
         }
     }
 
+    /// Quantiles of every fan-out delay recorded so far (all clients).
+    pub fn fanout_summary(&self) -> DelaySummary {
+        match self.shared.fanout_ns.lock() {
+            Ok(guard) => match guard.as_ref() {
+                Some(h) if !h.is_empty() => DelaySummary {
+                    count: h.len(),
+                    p50_ns: h.value_at_quantile(0.5),
+                    p99_ns: h.value_at_quantile(0.99),
+                    p999_ns: h.value_at_quantile(0.999),
+                    max_ns: h.max(),
+                },
+                _ => DelaySummary::default(),
+            },
+            Err(_) => DelaySummary::default(),
+        }
+    }
+
     /// Forgets the fan-out delays recorded so far (a benchmark's warm-up).
     pub fn reset_fanout(&self) {
         if let Ok(mut guard) = self.shared.fanout_ns.lock()
@@ -208,7 +231,7 @@ pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
 
     let tasks = vec![
         tokio::spawn(upstream::run(url.clone(), up_rx, hub_tx.clone())),
-        tokio::spawn(hub::Hub::new(&config, up_tx, ready_tx).run(hub_rx)),
+        tokio::spawn(hub::Hub::new(&config, up_tx, ready_tx).with_shared(Arc::clone(&shared)).run(hub_rx)),
         tokio::spawn(client::serve(listener, config.clone(), hub_tx.clone(), Arc::clone(&shared), shutdown_rx)),
     ];
 

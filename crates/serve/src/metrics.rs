@@ -51,6 +51,22 @@ pub fn render(totals: &Totals, fanout_ns: &Histogram<u64>) -> String {
     }
     let _ = writeln!(
         out,
+        "# HELP ticktrade_serve_client_fanout_delay_seconds Per client: upstream frame received to frame written."
+    );
+    let _ = writeln!(out, "# TYPE ticktrade_serve_client_fanout_delay_seconds summary");
+    for id in &ids {
+        let d = totals.clients[*id].fanout;
+        for (q, ns) in [("0.5", d.p50_ns), ("0.99", d.p99_ns), ("0.999", d.p999_ns)] {
+            let _ = writeln!(
+                out,
+                "ticktrade_serve_client_fanout_delay_seconds{{client=\"{id}\",quantile=\"{q}\"}} {:.9}",
+                ns as f64 / 1e9
+            );
+        }
+        let _ = writeln!(out, "ticktrade_serve_client_fanout_delay_seconds_count{{client=\"{id}\"}} {}", d.count);
+    }
+    let _ = writeln!(
+        out,
         "# HELP ticktrade_serve_fanout_delay_seconds Upstream frame received to downstream frame written."
     );
     let _ = writeln!(out, "# TYPE ticktrade_serve_fanout_delay_seconds summary");
@@ -72,7 +88,19 @@ mod tests {
         let mut totals = Totals { messages: 7, resyncs: 2, ..Totals::default() };
         totals.clients.insert(
             3,
-            ClientCounters { messages: 5, bytes: 100, drops: 1, conflations: 1, ..ClientCounters::default() },
+            ClientCounters {
+                messages: 5,
+                bytes: 100,
+                drops: 1,
+                conflations: 1,
+                fanout: crate::DelaySummary {
+                    count: 9,
+                    p50_ns: 40_000,
+                    p99_ns: 90_000,
+                    p999_ns: 95_000,
+                    max_ns: 99_000,
+                },
+            },
         );
         let mut h = new_histogram().unwrap();
         for ns in [1_000, 2_000, 3_000, 1_000_000] {
@@ -84,6 +112,10 @@ mod tests {
         assert!(text.contains("ticktrade_serve_clients 1\n"));
         assert!(text.contains("ticktrade_serve_client_bytes_total{client=\"3\"} 100\n"));
         assert!(text.contains("ticktrade_serve_fanout_delay_seconds_count 4\n"));
+        assert!(
+            text.contains("ticktrade_serve_client_fanout_delay_seconds{client=\"3\",quantile=\"0.99\"} 0.000090000\n")
+        );
+        assert!(text.contains("ticktrade_serve_client_fanout_delay_seconds_count{client=\"3\"} 9\n"));
         assert!(text.contains("ticktrade_serve_fanout_delay_seconds{quantile=\"0.5\"} 0.000002"), "{text}");
     }
 }

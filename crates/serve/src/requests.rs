@@ -17,7 +17,7 @@ use ticktrade_deribit_proto::channel::Channel;
 use ticktrade_deribit_proto::envelope::{ServerStamps, decode_request, encode_error, encode_result};
 use ticktrade_deribit_proto::error::code;
 
-use crate::hub::{BookState, ClientId, Hub, OwnedId, Pending, grouping, upstream_channel};
+use crate::hub::{BookState, ClientId, Heartbeat, Hub, OwnedId, Pending, grouping, upstream_channel};
 use crate::now_us;
 
 #[derive(Deserialize)]
@@ -77,6 +77,25 @@ pub(crate) fn forward_response(hub: &mut Hub, client: ClientId, id: &OwnedId, te
         ),
     }
     send(hub, client, out);
+}
+
+/// A REST reply from an upstream JSON-RPC response: its `result` or `error`, no id.
+pub(crate) fn rest_response(text: &str) -> String {
+    let mut out = Vec::with_capacity(text.len() + 64);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","#);
+    match serde_json::from_str::<UpResponse<'_>>(text) {
+        Ok(UpResponse { result: Some(result), .. }) => {
+            out.extend_from_slice(br#""result":"#);
+            out.extend_from_slice(result.get().as_bytes());
+        }
+        Ok(UpResponse { error: Some(error), .. }) => {
+            out.extend_from_slice(br#""error":"#);
+            out.extend_from_slice(error.get().as_bytes());
+        }
+        _ => out.extend_from_slice(br#""error":{"code":11094,"message":"internal_server_error"}"#),
+    }
+    out.extend_from_slice(br#","testnet":false}"#);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 fn send(hub: &mut Hub, client: ClientId, out: Vec<u8>) {
@@ -145,11 +164,50 @@ impl Hub {
                 send(self, client, out);
             }
             "public/test" | "public/hello" => {
+                if let Some(h) = self.clients.get_mut(&client).and_then(|c| c.heartbeat.as_mut()) {
+                    h.awaiting = false;
+                }
                 encode_result(&mut out, id, r#"{"version":"1.2.26"}"#, stamps(us_in));
                 send(self, client, out);
             }
-            "public/set_heartbeat" | "public/disable_heartbeat" => {
+            "public/set_heartbeat" => {
+                #[derive(Deserialize)]
+                struct HeartbeatParams {
+                    interval: f64,
+                }
+                let min = self.cfg.min_heartbeat.as_secs_f64();
+                match serde_json::from_str::<HeartbeatParams>(params) {
+                    Ok(p) if p.interval >= min && p.interval <= 3_600.0 => {
+                        let every = std::time::Duration::from_secs_f64(p.interval);
+                        if let Some(c) = self.clients.get_mut(&client) {
+                            let next = std::time::Instant::now() + every;
+                            c.heartbeat = Some(Heartbeat { every, next, awaiting: false });
+                        }
+                        encode_result(&mut out, id, r#""ok""#, stamps(us_in));
+                    }
+                    _ => {
+                        let data = format!(r#"{{"reason":"must be between {min} and 3600","param":"interval"}}"#);
+                        encode_error(
+                            &mut out,
+                            Some(id),
+                            code::INVALID_PARAMS,
+                            "Invalid params",
+                            Some(&data),
+                            stamps(us_in),
+                        );
+                    }
+                }
+                send(self, client, out);
+            }
+            "public/disable_heartbeat" => {
+                if let Some(c) = self.clients.get_mut(&client) {
+                    c.heartbeat = None;
+                }
                 encode_result(&mut out, id, r#""ok""#, stamps(us_in));
+                send(self, client, out);
+            }
+            "public/ticktrade_get_stats" => {
+                encode_result(&mut out, id, &self.stats_result(client), stamps(us_in));
                 send(self, client, out);
             }
             "public/get_order_book" if self.local_book_result(params).is_some() => {
@@ -183,6 +241,33 @@ impl Hub {
                 send(self, client, out);
             }
         }
+    }
+
+    /// `GET /api/v2/public/{method}`: the book, the time and `test` answered here, the rest
+    /// relayed upstream (the reply is sent on `reply` when it comes).
+    pub(crate) fn on_rest(&mut self, method: &str, params: &str, reply: tokio::sync::oneshot::Sender<String>) {
+        let local = match method {
+            "get_order_book" => self.local_book_result(params),
+            "get_time" => Some((now_us() / 1000).to_string()),
+            "test" => Some(r#"{"version":"1.2.26"}"#.to_owned()),
+            _ => None,
+        };
+        if let Some(result) = local {
+            let us_out = now_us();
+            let _ = reply.send(format!(
+                r#"{{"jsonrpc":"2.0","result":{result},"usIn":{us_out},"usOut":{us_out},"usDiff":0,"testnet":false}}"#
+            ));
+            return;
+        }
+        if !self.connected {
+            let _ = reply.send(
+                r#"{"jsonrpc":"2.0","error":{"code":11094,"message":"internal_server_error","data":"upstream not connected"},"testnet":false}"#
+                    .to_owned(),
+            );
+            return;
+        }
+        let method = format!("public/{method}");
+        self.send_upstream(&method, params, Pending::Rest(reply));
     }
 
     /// `public/get_order_book` from the published book (on the same chain as the book

@@ -13,6 +13,8 @@ use anyhow::Context as _;
 use ticktrade_serve::{ServeConfig, SlowPolicy, UpstreamSource};
 use ticktrade_sim::SimConfig;
 
+use crate::status::{banner, runtime};
+
 /// Fan one upstream Deribit market-data feed out to many local clients (Deribit's public API).
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -80,27 +82,20 @@ pub fn config(args: &Args) -> anyhow::Result<ServeConfig> {
         max_message_bytes: args.max_message_bytes,
         max_connections: args.max_connections,
         linger: Duration::from_secs(args.linger_s),
+        ..ServeConfig::default()
     })
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
-        .try_init();
     let config = config(&args)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
-    runtime.block_on(async move {
+    runtime()?.block_on(async move {
         let serve = ticktrade_serve::spawn(config).await.context("starting the server")?;
-        println!("ticktrade serve: market data from {} fanned out over Deribit's public API", args.upstream);
-        println!("  websocket  {}", serve.ws_url());
+        let mut rows = vec![("websocket", serve.ws_url())];
         if let Some(sim) = serve.sim() {
-            println!("  upstream   embedded simulator {} (REST {})", sim.ws_url(), sim.http_url());
+            rows.push(("upstream", format!("embedded simulator {} (REST {})", sim.ws_url(), sim.http_url())));
         }
-        println!("  Ctrl-C stops it.");
+        let headline = format!("ticktrade serve: market data from {} fanned out over Deribit's public API", args.upstream);
+        print!("{}", banner(&headline, &rows));
         let period = Duration::from_secs(args.stats_interval_s.max(1));
         let mut ticker = tokio::time::interval(period);
         ticker.tick().await;
@@ -110,12 +105,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 _ = tokio::signal::ctrl_c() => break,
                 _ = ticker.tick(), if args.stats_interval_s > 0 => {
                     let Some(now) = serve.totals().await else { break };
+                    let d = serve.fanout_summary();
                     println!(
-                        "clients {:>5}  upstream frames {:>7}  sent {:>8} ({} B)  drops {}  conflations {}  disconnects {}  resyncs {}",
+                        "clients {:>5}  upstream subs {:>3} frames {:>6}  sent {:>8} ({} B)  fan-out p50 {} p99 {} p99.9 {}  drops {}  conflations {}  disconnects {}  resyncs {}",
                         now.clients.len(),
+                        now.upstream_channels.len(),
                         now.upstream_frames - last.upstream_frames,
                         now.messages - last.messages,
                         now.bytes - last.bytes,
+                        micros(d.p50_ns),
+                        micros(d.p99_ns),
+                        micros(d.p999_ns),
                         now.drops,
                         now.conflations,
                         now.disconnects,
@@ -129,4 +129,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         serve.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// `12µs`, `1.3ms`: a delay for the status line.
+fn micros(ns: u64) -> String {
+    if ns >= 1_000_000 { format!("{:.1}ms", ns as f64 / 1e6) } else { format!("{}µs", ns / 1_000) }
 }
