@@ -5,6 +5,10 @@
 #[allow(dead_code)]
 #[path = "../../ticktrade/src/serve.rs"]
 mod serve;
+// serve.rs uses the binary's banner/runtime helpers (`crate::status`).
+#[allow(dead_code)]
+#[path = "../../ticktrade/src/status.rs"]
+mod status;
 
 use clap::Parser;
 use futures_util::{SinkExt, StreamExt};

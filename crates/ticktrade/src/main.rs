@@ -10,6 +10,7 @@ mod hl;
 mod replay;
 mod serve;
 mod sim;
+mod status;
 mod trade;
 
 #[derive(Parser, Debug)]

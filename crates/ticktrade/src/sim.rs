@@ -16,6 +16,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use ticktrade_sim::{ApiKey, FaultRule, SimConfig, TlsSource};
 
+use crate::status::{StatusTicker, banner, runtime};
+
 /// Run the Deribit-compatible simulator (WebSocket + HTTP JSON-RPC on one port).
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -88,45 +90,36 @@ fn rss_bytes() -> Option<u64> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
-        .try_init();
     let config = config(&args)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
-    runtime.block_on(async move {
+    runtime()?.block_on(async move {
         let sim = ticktrade_sim::spawn(config).await.context("starting the simulator")?;
-        println!("ticktrade sim: a LOCAL SIMULATOR speaking Deribit API v2. Not Deribit; no real funds.");
-        println!("  websocket  {}", sim.ws_url());
-        println!("  http       {}", sim.http_url());
+        let mut rows = vec![("websocket", sim.ws_url()), ("http", sim.http_url())];
         for key in sim.keys() {
-            println!("  api key    client_id={} client_secret={}", key.client_id, key.client_secret.expose());
+            rows.push(("api key", format!("client_id={} client_secret={}", key.client_id, key.client_secret.expose())));
         }
         if sim.certificate_der().is_some() && args.cert.is_none() {
-            println!("  tls        self-signed certificate for localhost/127.0.0.1 (clients must skip verification or trust it)");
+            rows.push((
+                "tls",
+                "self-signed certificate for localhost/127.0.0.1 (clients must skip verification or trust it)"
+                    .to_owned(),
+            ));
         }
-        println!("  Ctrl-C stops it.");
-        let mut ticker = tokio::time::interval(Duration::from_secs(1));
-        ticker.tick().await;
+        print!(
+            "{}",
+            banner("ticktrade sim: a LOCAL SIMULATOR speaking Deribit API v2. Not Deribit; no real funds.", &rows)
+        );
+        let mut ticker = StatusTicker::new(Some(Duration::from_secs(1))).await;
         let mut last = sim.stats();
-        loop {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => break,
-                _ = ticker.tick() => {
-                    let now = sim.stats();
-                    let rss_mib = rss_bytes().map_or_else(|| "?".to_owned(), |b| format!("{:.1}", b as f64 / 1_048_576.0));
-                    println!(
-                        "connections {:>4}  orders/s {:>6}  book changes/s {:>6}  rss {rss_mib} MiB",
-                        now.connections,
-                        now.orders - last.orders,
-                        now.book_changes - last.book_changes,
-                    );
-                    last = now;
-                }
-            }
+        while ticker.next().await {
+            let now = sim.stats();
+            let rss_mib = rss_bytes().map_or_else(|| "?".to_owned(), |b| format!("{:.1}", b as f64 / 1_048_576.0));
+            println!(
+                "connections {:>4}  orders/s {:>6}  book changes/s {:>6}  rss {rss_mib} MiB",
+                now.connections,
+                now.orders - last.orders,
+                now.book_changes - last.book_changes,
+            );
+            last = now;
         }
         println!("stopping…");
         sim.shutdown().await;
