@@ -14,8 +14,9 @@ use sha2::Sha256;
 use ticktrade_core::Utc;
 use ticktrade_deribit_proto::signature;
 
-use crate::venue::{AccountId, Rng};
-use crate::wire::RpcError;
+use crate::market::AccountId;
+use crate::rng::Rng;
+use crate::rpc::RpcError;
 
 pub use ticktrade_deribit_proto::signature::Secret;
 

@@ -7,7 +7,7 @@
 
 use std::sync::Mutex;
 
-use crate::venue::Rng;
+use crate::rng::Rng;
 
 /// One fault, injected at runtime with `SimHandle::inject` or produced by a rule.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -15,8 +15,19 @@ use axum::response::{IntoResponse, Response};
 use serde_json::value::RawValue;
 
 use crate::engine::{now_us, now_utc};
+use crate::rpc::{self, RpcError, Timing};
 use crate::session::{MAX_REQUEST_BYTES, Reply, Session, Shared, handle_call};
-use crate::wire::{self, Request, RpcError, Timing};
+
+/// A JSON-RPC body as HTTP accepts it: the path may name the method, and the id is optional.
+#[derive(serde::Deserialize)]
+struct Request<'a> {
+    #[serde(default, borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+}
 
 /// A query string as a JSON object text.
 pub fn query_to_json(query: &str) -> String {
@@ -52,7 +63,7 @@ fn respond(reply: Reply) -> Response {
 fn error(shared: &Shared, id: Option<&str>, err: RpcError, us_in: i64) -> Response {
     let timing = Timing { us_in, us_out: now_us() };
     respond(Reply {
-        text: Some(wire::error(id, &err, timing, shared.testnet)),
+        text: Some(rpc::error(id, &err, timing, shared.testnet)),
         error_code: Some(err.code),
         ..Reply::default()
     })

@@ -8,35 +8,36 @@
 //! Must not: let one session disturb another (bounded queues, per-session credits, a slow
 //! subscriber is disconnected with a reason), log a secret, or pass a price through `f64`.
 //!
-//! Deliberate differences from Deribit (checked by the vector test, listed there too): no
-//! margin model (margins 0, balances fixed, PnL 0, fees 0); market orders report a numeric
-//! `price` (their average) instead of `"market_price"`; trigger orders are rejected (11030);
-//! `trades.*`/`user.*` aggregated intervals are sent per event; `incremental_ticker` changes
-//! carry every field; permessage-deflate is declined (see `server`).
+//! The venue is `ticktrade-exchange` (matching, order types and triggers, fees, positions,
+//! exact balances and margins, its catalogue and synthetic market); Deribit's wire formats
+//! (envelope, channel names, book frames, instrument specs) are `ticktrade-deribit-proto`'s.
+//!
+//! Deliberate differences from Deribit (checked by the vector test, listed there too): market
+//! orders report a numeric `price` (their average) instead of `"market_price"`; no funding or
+//! liquidation model (those fields are 0); `trades.*`/`user.*` aggregated intervals are sent
+//! per event; `incremental_ticker` changes carry every field; permessage-deflate is declined
+//! (see `server`).
 //!
 //! # Layout
-//! - `wire`: the JSON-RPC envelope and `-32602` parameter errors.
+//! - `rpc`: the error value, typed params (`-32602` names the parameter), envelope wrappers.
 //! - `auth`: keys, `Secret`, tokens, scopes, signatures.
 //! - `credits`: Deribit's credit buckets.
-//! - `channel`: channel names.
-//! - `fault`: fault kinds, rules, log.
-//! - `instruments`: the catalogue.
-//! - `venue`: the exchange (books, matching, positions, synthetic market).
-//! - `engine`: the task owning the venue; methods; publishing.
+//! - `fault`: fault kinds, rules, log; `rng`: their seeded draws.
+//! - `market`: the exchange, its synthetic market and catalogue, rendered as API objects.
+//! - `engine`: the task owning the market; methods; publishing.
 //! - `session`: per-connection state and request dispatch.
 //! - `ws`, `http`, `server`: the front ends and the listener.
 
 pub mod auth;
-mod channel;
 pub mod credits;
 mod engine;
 pub mod fault;
 mod http;
-pub mod instruments;
+mod market;
+mod rng;
+mod rpc;
 mod server;
 mod session;
-mod venue;
-mod wire;
 mod ws;
 
 use std::net::SocketAddr;
@@ -50,6 +51,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 pub use auth::{ApiKey, Secret};
 pub use credits::Limits;
 pub use fault::{Fault, FaultRecord, FaultRule};
+pub use market::CatalogueError;
 pub use server::TlsSource;
 
 use engine::{Command, EngineConfig, Stats};
@@ -103,7 +105,7 @@ pub enum SimError {
     #[error(transparent)]
     Server(#[from] server::ServerError),
     #[error(transparent)]
-    Catalogue(#[from] instruments::CatalogueError),
+    Catalogue(#[from] market::CatalogueError),
     #[error("reading instruments file {path}: {source}")]
     Read { path: String, source: std::io::Error },
 }
@@ -145,20 +147,16 @@ pub async fn spawn_loopback(mut config: SimConfig) -> Result<SimHandle, SimError
 
 /// Starts a simulator on `config.listen`.
 pub async fn spawn(config: SimConfig) -> Result<SimHandle, SimError> {
-    let catalogue = match &config.instruments_file {
+    let now = engine::now_utc();
+    let (catalogue, infos) = match &config.instruments_file {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|source| SimError::Read { path: path.display().to_string(), source })?;
-            instruments::parse_instruments(&text)?
+            market::catalogue_from_file(&text, now)?
         }
-        None => instruments::default_instruments(),
+        None => market::builtin_catalogue(now)?,
     };
-    let mut list = Vec::with_capacity(catalogue.len());
-    for (i, (info, start)) in catalogue.into_iter().enumerate() {
-        let spec = instruments::spec_of(&info, i as u32)?;
-        list.push((spec, info, start));
-    }
-    let venue = venue::Venue::new(list, config.seed, engine::now_utc());
+    let market = market::Market::new(catalogue, infos, config.seed, config.rate_per_s, now);
     let keys = if config.keys.is_empty() { vec![ApiKey::default_key()] } else { config.keys.clone() };
     let stats = Arc::new(Stats::default());
     let fault_log = Arc::new(FaultLog::default());
@@ -183,7 +181,7 @@ pub async fn spawn(config: SimConfig) -> Result<SimHandle, SimError> {
         fault_log,
         stats: stats.clone(),
     };
-    let engine_task = tokio::spawn(engine::run(venue, engine_config, engine_rx));
+    let engine_task = tokio::spawn(engine::run(market, engine_config, engine_rx));
     let (tls, cert_der) = match &config.tls {
         Some(source) => {
             let (acceptor, der) = server::tls_acceptor(source)?;
@@ -266,17 +264,17 @@ impl SimHandle {
     pub async fn book_top(&self, instrument: &str, depth: usize) -> Option<BookTop> {
         let (tx, rx) = oneshot::channel();
         let name = instrument.to_owned();
-        let inspect = move |venue: &venue::Venue| {
-            let top = venue.find(&name).map(|instr| {
-                let spec = venue.spec(instr);
+        let inspect = move |market: &market::Market| {
+            let top = market.find(&name).map(|instr| {
+                let spec = market.spec(instr);
                 let side = |s| {
-                    venue
+                    market
                         .levels(instr, s, depth)
                         .into_iter()
                         .map(|(p, q)| (spec.price_to_decimal(p), spec.qty_to_decimal(q)))
                         .collect()
                 };
-                BookTop { change_id: venue.change_id(instr), bids: side(Side::Buy), asks: side(Side::Sell) }
+                BookTop { change_id: market.change_id(instr), bids: side(Side::Buy), asks: side(Side::Sell) }
             });
             let _ = tx.send(top);
         };

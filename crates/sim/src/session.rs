@@ -20,7 +20,7 @@ use crate::auth::{Grant, Tokens};
 use crate::credits::{Class, Credits, Limits, class_of};
 use crate::engine::{Command, ENGINE_METHODS, SubscribeRequest, now_us, now_utc};
 use crate::fault::{FaultLog, Faults};
-use crate::wire::{self, Request, RpcError, Timing};
+use crate::rpc::{self, RpcError, Timing};
 use ticktrade_deribit_proto::api;
 
 /// Deribit's API version string, as `public/test` and `public/hello` report it.
@@ -113,28 +113,30 @@ pub async fn handle_text(shared: &Shared, session: &mut Session, text: &str) -> 
     if text.len() > MAX_REQUEST_BYTES {
         return error_reply(shared, None, RpcError::new(-32600, "request entity too large"), us_in);
     }
-    let request: Request<'_> = match serde_json::from_str(text) {
+    // Deribit's envelope rules (no batches, named params, non-JSON → 11050 without an id).
+    let request = match ticktrade_deribit_proto::envelope::decode_request(text) {
         Ok(request) => request,
-        Err(err) => {
-            let data = if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
-                "invalid json"
-            } else {
-                "invalid request"
-            };
-            tracing::debug!(session = session.id, %err, "bad request");
-            return error_reply(shared, None, RpcError::bad_request(data), us_in);
+        Err(refused) => {
+            tracing::debug!(session = session.id, code = refused.code, "bad request");
+            let mut id_text = Vec::new();
+            if let Some(id) = refused.id {
+                id.write(&mut id_text);
+            }
+            let id = (!id_text.is_empty()).then(|| String::from_utf8_lossy(&id_text).into_owned());
+            let data = refused.data.and_then(|d| serde_json::from_str(d).ok());
+            let err = RpcError { code: i64::from(refused.code), message: refused.message.to_owned(), data };
+            return error_reply(shared, id.as_deref(), err, us_in);
         }
     };
-    let id = request.id.map(|raw| raw.get().to_owned());
-    let Some(method) = request.method.as_deref() else {
-        return error_reply(shared, id.as_deref(), RpcError::bad_request("method is missing"), us_in);
-    };
-    handle_call(shared, session, id.as_deref(), method, request.params, us_in).await
+    let mut id_text = Vec::new();
+    request.id.write(&mut id_text);
+    let id = String::from_utf8_lossy(&id_text).into_owned();
+    handle_call(shared, session, Some(&id), &request.method, request.params, us_in).await
 }
 
 fn error_reply(shared: &Shared, id: Option<&str>, err: RpcError, us_in: i64) -> Reply {
     let timing = Timing { us_in, us_out: now_us() };
-    Reply { text: Some(wire::error(id, &err, timing, shared.testnet)), error_code: Some(err.code), ..Reply::default() }
+    Reply { text: Some(rpc::error(id, &err, timing, shared.testnet)), error_code: Some(err.code), ..Reply::default() }
 }
 
 #[derive(Deserialize)]
@@ -175,7 +177,7 @@ pub async fn handle_call(
     }
     let mut reply = match dispatch(shared, session, id, method, params, us_in).await {
         Ok(Some(result)) => Reply {
-            text: Some(wire::response(id, &result, Timing { us_in, us_out: now_us() }, shared.testnet)),
+            text: Some(rpc::response(id, &result, Timing { us_in, us_out: now_us() }, shared.testnet)),
             ..Reply::default()
         },
         Ok(None) => Reply::default(),
@@ -237,7 +239,7 @@ async fn dispatch(
     }
     let private = method.starts_with("private/");
     // An access_token in params authenticates this request (and, on WS, the connection).
-    if private && let Some(token) = wire::params::<TokenParam>(params).ok().and_then(|p| p.access_token) {
+    if private && let Some(token) = rpc::params::<TokenParam>(params).ok().and_then(|p| p.access_token) {
         let connection = session.websocket.then_some(session.id);
         let grant = shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).check(now_utc(), &token, connection)?;
         session.grant = Some(grant);
@@ -258,7 +260,7 @@ async fn dispatch(
     let account = session.grant.as_ref().map(|g| g.account);
     match method {
         "public/auth" => {
-            let p: api::AuthParams = wire::params(params)?;
+            let p: api::AuthParams = rpc::params(params)?;
             let connection = session.websocket.then_some(session.id);
             let outcome =
                 shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).authenticate(now_utc(), &p, connection)?;
@@ -279,7 +281,7 @@ async fn dispatch(
             text(&result)
         }
         "public/test" => {
-            let p: api::TestParams = wire::params(params)?;
+            let p: api::TestParams = rpc::params(params)?;
             session.awaiting_test = false;
             if p.expected_result.as_deref() == Some("exception") {
                 return Err(RpcError::new(11094, "internal_server_error"));
@@ -288,12 +290,12 @@ async fn dispatch(
         }
         "public/get_time" => Ok(Some(now_utc().as_millis().to_string())),
         "public/hello" => {
-            let _: api::HelloParams = wire::params(params)?;
+            let _: api::HelloParams = rpc::params(params)?;
             text(&api::VersionResult { version: API_VERSION.to_owned() })
         }
         "public/status" => text(&api::StatusResult { locked: false, locked_currencies: Vec::new() }),
         "public/set_heartbeat" => {
-            let p: api::HeartbeatParams = wire::params(params)?;
+            let p: api::HeartbeatParams = rpc::params(params)?;
             let secs = p.interval.0.to_units(ticktrade_core::Decimal::ONE).unwrap_or(0);
             if secs < shared.min_heartbeat_s as i64 || secs > 3_600 {
                 return Err(RpcError::invalid_param("interval", "must be between 10 and 3600"));
@@ -308,7 +310,7 @@ async fn dispatch(
             ok()
         }
         "private/enable_cancel_on_disconnect" | "private/disable_cancel_on_disconnect" => {
-            let p: api::CancelOnDisconnectParams = wire::params(params)?;
+            let p: api::CancelOnDisconnectParams = rpc::params(params)?;
             if let Some(scope) = p.scope.as_deref()
                 && scope != "connection"
                 && scope != "account"
@@ -323,7 +325,7 @@ async fn dispatch(
             enabled: session.cancel_on_disconnect,
         }),
         "private/logout" => {
-            let p: api::LogoutParams = wire::params(params)?;
+            let p: api::LogoutParams = rpc::params(params)?;
             if p.invalidate_token.unwrap_or(true)
                 && let Some(token) = &session.token
             {
@@ -333,7 +335,7 @@ async fn dispatch(
             Ok(None)
         }
         "public/subscribe" | "private/subscribe" => {
-            let p: api::SubscribeParams = wire::params(params)?;
+            let p: api::SubscribeParams = rpc::params(params)?;
             let (reply, rx) = oneshot::channel();
             let request = SubscribeRequest {
                 session: session.id,
@@ -355,7 +357,7 @@ async fn dispatch(
             let channels = if method.ends_with("_all") {
                 None
             } else {
-                Some(wire::params::<api::SubscribeParams>(params)?.channels)
+                Some(rpc::params::<api::SubscribeParams>(params)?.channels)
             };
             let (reply, rx) = oneshot::channel();
             let command =

@@ -13,8 +13,8 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, watch};
 
 use crate::engine::{Command, Kill, Outbound, SessionTx};
+use crate::rpc;
 use crate::session::{Reply, Session, Shared, handle_text};
-use crate::wire;
 
 /// A session with no subscription, no heartbeat and no request for this long is closed.
 pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -96,7 +96,7 @@ pub async fn serve(socket: WebSocket, shared: Arc<Shared>, mut shutdown: watch::
                     break;
                 }
                 session.awaiting_test = true;
-                if tx.try_send(Outbound::Text(Arc::from(wire::TEST_REQUEST))).is_err() {
+                if tx.try_send(Outbound::Text(Arc::from(rpc::test_request()))).is_err() {
                     kill.fire(4003, "slow consumer: outbound queue full");
                     break;
                 }

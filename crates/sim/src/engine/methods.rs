@@ -1,26 +1,23 @@
 //! The methods the engine task answers: market data reads and everything that touches orders.
 //!
 //! Owns: decoding each method's params (typed `api` structs; `-32602` names the parameter),
-//! calling the venue, and encoding the result as JSON text.
+//! turning them into `ticktrade_exchange::Request`s or queries, and encoding the result as
+//! JSON text. Every trading decision (validation, matching, fees, margin, positions) is the
+//! exchange's; its `Reject`s become Deribit's error objects unchanged.
 //! Must not: know sessions, auth or sockets. The caller has already checked that a private
 //! method has an account.
 
 use serde::Serialize;
 use serde_json::value::RawValue;
-use ticktrade_core::{Decimal, Side, Utc};
+use ticktrade_core::{Decimal, InstrumentId, InstrumentKind, Side, Utc};
 use ticktrade_deribit_proto::api::{self, Num};
+use ticktrade_exchange::{
+    AccountId as ExAccount, EditParams, Event, Label, Order, OrderFilter, OrderRef, OrderState, OrderType, PlaceParams,
+    Reply, Request, Size, TimeInForce, TradeFilter, TriggerKind, TypeFilter, parse_order_id,
+};
 
-use crate::venue::{AccountId, Event, Filter, Reject, Venue};
-use crate::wire::{RpcError, params};
-
-impl From<Reject> for RpcError {
-    fn from(reject: Reject) -> RpcError {
-        match reject.param {
-            Some((param, reason)) => RpcError::invalid_param(param, reason),
-            None => RpcError::new(reject.code, &reject.message),
-        }
-    }
-}
+use crate::market::{AccountId, Market, money};
+use crate::rpc::{RpcError, params};
 
 fn json<T: Serialize>(value: &T) -> Result<String, RpcError> {
     serde_json::to_string(value).map_err(|_| RpcError::new(11094, "internal_server_error"))
@@ -67,8 +64,8 @@ pub const ENGINE_METHODS: &[&str] = &[
     "private/get_user_trades_by_order",
 ];
 
-fn instrument(venue: &Venue, name: &str) -> Result<usize, RpcError> {
-    venue.find(name).ok_or_else(|| RpcError::invalid_param("instrument_name", "wrong format"))
+fn instrument(market: &Market, name: &str) -> Result<InstrumentId, RpcError> {
+    market.find(name).ok_or_else(|| RpcError::invalid_param("instrument_name", "wrong format"))
 }
 
 fn filter_value(value: &Option<serde_json::Value>) -> Option<String> {
@@ -79,25 +76,104 @@ fn filter_value(value: &Option<serde_json::Value>) -> Option<String> {
     }
 }
 
-fn filter_of(venue: &Venue, p: &api::FilterParams) -> Result<Filter, RpcError> {
-    let instr = match &p.instrument_name {
-        Some(name) => Some(instrument(venue, name)?),
+/// The exchange's order filter for the cancel-all and open-orders families.
+fn order_filter(market: &Market, p: &api::FilterParams) -> Result<OrderFilter, RpcError> {
+    let instrument = match &p.instrument_name {
+        Some(name) => Some(instrument(market, name)?),
         None => None,
     };
-    Ok(Filter { instr, currency: filter_value(&p.currency), kind: filter_value(&p.kind), label: p.label.clone() })
+    let currency = match filter_value(&p.currency) {
+        Some(c) if c.eq_ignore_ascii_case("any") => None,
+        Some(c) => Some(
+            market
+                .ex
+                .catalogue()
+                .currency(&c.to_ascii_uppercase())
+                .ok_or_else(|| RpcError::invalid_param("currency", "invalid value"))?,
+        ),
+        None => None,
+    };
+    let kind = match filter_value(&p.kind) {
+        Some(k) if k == "any" => None,
+        Some(k) => Some(InstrumentKind::parse(&k).ok_or_else(|| RpcError::invalid_param("kind", "invalid value"))?),
+        None => None,
+    };
+    let order_type = match p.order_type.as_deref() {
+        None => TypeFilter::All,
+        Some(t) => TypeFilter::parse(t).ok_or_else(|| RpcError::invalid_param("type", "invalid value"))?,
+    };
+    Ok(OrderFilter { instrument, currency, kind, order_type })
 }
 
-fn cancel_result(orders: Vec<api::Order>, detailed: bool) -> Result<String, RpcError> {
-    if detailed {
-        json(&serde_json::json!([{"currency": "any", "type": "limit", "result": orders}]))
-    } else {
-        json(&orders.len())
+fn label(text: Option<&str>) -> Result<Label, RpcError> {
+    Label::new(text.unwrap_or("")).map_err(|_| RpcError::invalid_param("label", "too long"))
+}
+
+fn order_id(text: &str) -> Result<u64, RpcError> {
+    parse_order_id(text).ok_or_else(|| RpcError::new(10004, "order_not_found"))
+}
+
+/// The order after a request plus its own fills in this request (Deribit's `trades`).
+fn with_trades(market: &Market, order: &Order, out: &[Event]) -> api::OrderWithTrades {
+    let trades = out
+        .iter()
+        .filter_map(|e| match e {
+            Event::UserTrade(t) if t.order_id == order.id && t.account == order.account => {
+                Some(market.render_user_trade(t))
+            }
+            _ => None,
+        })
+        .collect();
+    api::OrderWithTrades { order: market.render_order(order), trades }
+}
+
+fn place_params(market: &Market, side: Side, p: &api::OrderParams) -> Result<PlaceParams, RpcError> {
+    let instr = instrument(market, &p.instrument_name)?;
+    let order_type = match p.order_type.as_deref() {
+        None => OrderType::Limit,
+        Some(t) => OrderType::parse(t).ok_or_else(|| RpcError::invalid_param("type", "invalid value"))?,
+    };
+    let time_in_force = match p.time_in_force.as_deref() {
+        None => TimeInForce::GoodTilCancelled,
+        Some(t) => TimeInForce::parse(t).ok_or_else(|| RpcError::invalid_param("time_in_force", "invalid value"))?,
+    };
+    let trigger = match p.trigger.as_deref() {
+        None => None,
+        Some(t) => Some(TriggerKind::parse(t).ok_or_else(|| RpcError::invalid_param("trigger", "invalid value"))?),
+    };
+    Ok(PlaceParams {
+        instrument: instr,
+        side,
+        size: Size { amount: p.amount.map(|n| n.0), contracts: p.contracts.map(|n| n.0) },
+        order_type,
+        price: p.price.map(|n| n.0),
+        time_in_force,
+        post_only: p.post_only.unwrap_or(false),
+        reject_post_only: p.reject_post_only.unwrap_or(false),
+        reduce_only: p.reduce_only.unwrap_or(false),
+        label: label(p.label.as_deref())?,
+        trigger,
+        trigger_price: p.trigger_price.map(|n| n.0),
+        trigger_offset: None,
+        mmp: false,
+        valid_until: p.valid_until.map(Utc::from_millis),
+    })
+}
+
+fn reply_order(reply: Reply) -> Result<Order, RpcError> {
+    match reply {
+        Reply::Order(order) => Ok(order),
+        Reply::Count(_) => Err(RpcError::new(11094, "internal_server_error")),
     }
+}
+
+fn check_owner(order: Option<&Order>, account: AccountId) -> Result<&Order, RpcError> {
+    order.filter(|o| o.account == ExAccount(account)).ok_or_else(|| RpcError::new(10004, "order_not_found"))
 }
 
 /// Calls `method`. `account` is `Some` for private methods (checked by the caller).
 pub fn call(
-    venue: &mut Venue,
+    market: &mut Market,
     now: Utc,
     account: Option<AccountId>,
     method: &str,
@@ -113,113 +189,120 @@ pub fn call(
                 return json(&Vec::<api::Instrument>::new());
             }
             let currency = p.currency.as_deref().unwrap_or("any");
-            let list: Vec<&api::Instrument> = venue
+            let list: Vec<&api::Instrument> = market
                 .instruments()
+                .filter(|(i, _)| market.currency_matches(*i, currency))
+                .filter(|(i, _)| p.kind.as_deref().is_none_or(|k| market.kind_matches(*i, k)))
                 .map(|(_, info)| info)
-                .filter(|i| {
-                    currency.eq_ignore_ascii_case("any")
-                        || i.base_currency == currency
-                        || i.settlement_currency == currency
-                })
-                .filter(|i| p.kind.as_deref().is_none_or(|k| k == "any" || i.kind == k))
                 .collect();
             json(&list)
         }
         "public/get_instrument" => {
             let p: api::InstrumentParams = params(raw)?;
-            json(venue.info(instrument(venue, &p.instrument_name)?))
+            json(market.info(instrument(market, &p.instrument_name)?))
         }
-        "public/get_currencies" => json(&currencies(venue)),
+        "public/get_currencies" => json(&currencies(market)),
         "public/get_order_book" => {
             let p: api::InstrumentParams = params(raw)?;
-            let instr = instrument(venue, &p.instrument_name)?;
-            json(&venue.order_book(instr, p.depth.unwrap_or(20).clamp(1, 10_000) as usize, now_ms))
+            let instr = instrument(market, &p.instrument_name)?;
+            json(&market.order_book(instr, p.depth.unwrap_or(20).clamp(1, 10_000) as usize, now_ms))
         }
         "public/get_order_book_by_instrument_id" => {
             let p: api::InstrumentIdParams = params(raw)?;
-            let instr = venue
+            let instr = market
                 .find_by_id(p.instrument_id)
                 .ok_or_else(|| RpcError::invalid_param("instrument_id", "wrong format"))?;
-            json(&venue.order_book(instr, p.depth.unwrap_or(20).clamp(1, 10_000) as usize, now_ms))
+            json(&market.order_book(instr, p.depth.unwrap_or(20).clamp(1, 10_000) as usize, now_ms))
         }
         "public/ticker" => {
             let p: api::InstrumentParams = params(raw)?;
-            json(&venue.ticker(instrument(venue, &p.instrument_name)?, now_ms))
+            json(&market.ticker(instrument(market, &p.instrument_name)?, now_ms))
         }
         "public/get_index_price" => {
             let p: api::IndexParams = params(raw)?;
-            let (instr, _) = venue
-                .instruments()
-                .find(|(_, i)| i.price_index == p.index_name)
+            let price = market
+                .index_price(&p.index_name)
                 .ok_or_else(|| RpcError::invalid_param("index_name", "wrong format"))?;
-            let price = Num(venue.spec(instr).price_to_decimal(venue.index_price(instr)));
-            json(&api::IndexPrice { index_price: price, estimated_delivery_price: price })
+            json(&api::IndexPrice { index_price: money(price), estimated_delivery_price: money(price) })
         }
-        "public/get_index_price_names" => {
-            let mut names: Vec<&str> = venue.instruments().map(|(_, i)| i.price_index.as_str()).collect();
-            names.sort_unstable();
-            names.dedup();
-            json(&names)
-        }
+        "public/get_index_price_names" => json(&market.index_names()),
         "public/get_book_summary_by_currency" => {
             let p: api::CurrencyParams = params(raw)?;
             let currency = p.currency.ok_or_else(|| RpcError::invalid_param("currency", "must be present"))?;
-            let list: Vec<api::BookSummary> = venue
+            let list: Vec<api::BookSummary> = market
                 .instruments()
                 .filter(|(_, i)| i.base_currency == currency || currency.eq_ignore_ascii_case("any"))
-                .filter(|(_, i)| p.kind.as_deref().is_none_or(|k| i.kind == k))
-                .map(|(idx, _)| idx)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .map(|idx| venue.book_summary(idx, now_ms))
+                .filter(|(i, _)| p.kind.as_deref().is_none_or(|k| market.kind_matches(*i, k)))
+                .map(|(i, _)| market.book_summary(i, now_ms))
                 .collect();
             json(&list)
         }
         "public/get_book_summary_by_instrument" => {
             let p: api::InstrumentParams = params(raw)?;
-            json(&[venue.book_summary(instrument(venue, &p.instrument_name)?, now_ms)])
+            json(&[market.book_summary(instrument(market, &p.instrument_name)?, now_ms)])
         }
         "public/get_last_trades_by_instrument" => {
             let p: api::InstrumentParams = params(raw)?;
-            let instr = instrument(venue, &p.instrument_name)?;
+            let instr = instrument(market, &p.instrument_name)?;
             let count = p.count.unwrap_or(10).clamp(1, 1_000) as usize;
-            let mut trades: Vec<api::PublicTrade> = venue.tape(instr).rev().take(count + 1).cloned().collect();
+            let recent: Vec<&ticktrade_exchange::PublicTrade> = market.ex.recent_trades(instr).collect();
+            let mut trades: Vec<api::PublicTrade> =
+                recent.iter().rev().take(count + 1).map(|t| market.render_public_trade(t)).collect();
             let has_more = trades.len() > count;
             trades.truncate(count);
             json(&api::PublicTrades { trades, has_more })
         }
         "public/get_tradingview_chart_data" => {
             let p: api::ChartParams = params(raw)?;
-            chart(venue, &p)
+            chart(market, &p)
         }
         "private/buy" | "private/sell" => {
             let p: api::OrderParams = params(raw)?;
             let side = if method == "private/buy" { Side::Buy } else { Side::Sell };
-            json(&venue.place(now, acc()?, side, &p, out)?)
+            let request = Request::Place(place_params(market, side, &p)?);
+            let start = out.len();
+            let order = reply_order(market.handle(now, acc()?, request, out)?)?;
+            json(&with_trades(market, &order, &out[start..]))
         }
         "private/edit" | "private/edit_by_label" => {
             let p: api::EditParams = params(raw)?;
             let account = acc()?;
-            let id = if method == "private/edit" {
-                p.order_id.clone().ok_or_else(|| RpcError::invalid_param("order_id", "must be present"))?
+            let order = if method == "private/edit" {
+                let text =
+                    p.order_id.as_deref().ok_or_else(|| RpcError::invalid_param("order_id", "must be present"))?;
+                let id = order_id(text)?;
+                check_owner(market.ex.order(id), account)?;
+                OrderRef::Id(id)
             } else {
-                let label = p.label.as_deref().ok_or_else(|| RpcError::invalid_param("label", "must be present"))?;
+                let text = p.label.as_deref().ok_or_else(|| RpcError::invalid_param("label", "must be present"))?;
                 let name = p
                     .instrument_name
                     .as_deref()
                     .ok_or_else(|| RpcError::invalid_param("instrument_name", "must be present"))?;
-                let ids = venue.ids_by_label(account, Some(instrument(venue, name)?), label);
-                match ids.as_slice() {
-                    [one] => one.clone(),
-                    [] => return Err(RpcError::new(10004, "order_not_found")),
-                    _ => return Err(RpcError::new(13032, "non_unique_order_label")),
-                }
+                OrderRef::Label { instrument: instrument(market, name)?, label: label(Some(text))? }
             };
-            json(&venue.edit(now, account, &id, &p, out)?)
+            let edit = EditParams {
+                order,
+                size: Size { amount: p.amount.map(|n| n.0), contracts: p.contracts.map(|n| n.0) },
+                price: p.price.map(|n| n.0),
+                post_only: p.post_only.unwrap_or(false),
+                reject_post_only: p.reject_post_only.unwrap_or(false),
+                reduce_only: p.reduce_only.unwrap_or(false),
+                trigger_price: p.trigger_price.map(|n| n.0),
+                trigger_offset: None,
+                valid_until: None,
+            };
+            let start = out.len();
+            let order = reply_order(market.handle(now, account, Request::Edit(edit), out)?)?;
+            json(&with_trades(market, &order, &out[start..]))
         }
         "private/cancel" => {
             let p: api::OrderIdParams = params(raw)?;
-            json(&venue.cancel(now, acc()?, &p.order_id, out)?)
+            let account = acc()?;
+            let id = order_id(&p.order_id)?;
+            check_owner(market.ex.order(id), account)?;
+            let order = reply_order(market.handle(now, account, Request::Cancel { order_id: id }, out)?)?;
+            json(&market.render_order(&order))
         }
         "private/cancel_all"
         | "private/cancel_all_by_instrument"
@@ -239,13 +322,46 @@ pub fn call(
                 }
                 _ => {}
             }
-            let filter = filter_of(venue, &p)?;
-            let cancelled = venue.cancel_where(now, acc()?, &filter, "user_request", out);
-            cancel_result(cancelled, p.detailed.unwrap_or(false))
+            let account = acc()?;
+            let filter = order_filter(market, &p)?;
+            let request = match &p.label {
+                Some(text) if method == "private/cancel_by_label" => {
+                    Request::CancelByLabel { label: label(Some(text))?, currency: filter.currency }
+                }
+                _ => Request::CancelAll(filter),
+            };
+            let start = out.len();
+            let reply = market.handle(now, account, request, out)?;
+            if p.detailed.unwrap_or(false) {
+                let orders: Vec<api::Order> = out[start..]
+                    .iter()
+                    .filter_map(|e| match e {
+                        Event::Order(o) if o.account == ExAccount(account) && o.state == OrderState::Cancelled => {
+                            Some(market.render_order(o))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                json(&serde_json::json!([{"currency": "any", "type": "limit", "result": orders}]))
+            } else {
+                match reply {
+                    Reply::Count(n) => json(&n),
+                    Reply::Order(_) => json(&1),
+                }
+            }
         }
         "private/close_position" => {
             let p: api::ClosePositionParams = params(raw)?;
-            json(&venue.close_position(now, acc()?, &p, out)?)
+            let instr = instrument(market, &p.instrument_name)?;
+            let order_type = match p.order_type.as_str() {
+                "limit" => OrderType::Limit,
+                "market" => OrderType::Market,
+                _ => return Err(RpcError::invalid_param("type", "invalid value")),
+            };
+            let request = Request::ClosePosition { instrument: instr, order_type, price: p.price.map(|n| n.0) };
+            let start = out.len();
+            let order = reply_order(market.handle(now, acc()?, request, out)?)?;
+            json(&with_trades(market, &order, &out[start..]))
         }
         "private/get_open_orders"
         | "private/get_open_orders_by_currency"
@@ -258,50 +374,65 @@ pub fn call(
             if method == "private/get_open_orders_by_currency" && p.currency.is_none() {
                 return Err(RpcError::invalid_param("currency", "must be present"));
             }
-            json(&venue.open_orders(acc()?, &filter_of(venue, &p)?))
+            let filter = order_filter(market, &p)?;
+            let orders: Vec<api::Order> = market
+                .ex
+                .open_orders(ExAccount(acc()?), filter)
+                .iter()
+                .filter(|o| p.label.as_deref().is_none_or(|l| o.label.as_str() == l))
+                .map(|o| market.render_order(o))
+                .collect();
+            json(&orders)
         }
         "private/get_order_state" => {
             let p: api::OrderIdParams = params(raw)?;
-            json(&venue.order_state(acc()?, &p.order_id)?)
+            let order = check_owner(market.ex.order(order_id(&p.order_id)?), acc()?)?;
+            json(&market.render_order(order))
         }
         "private/get_order_history_by_instrument" | "private/get_order_history_by_currency" => {
             let p: api::FilterParams = params(raw)?;
             let count = p.count.unwrap_or(20).clamp(1, 1_000) as usize;
-            json(&venue.order_history(acc()?, &filter_of(venue, &p)?, count))
+            let filter = order_filter(market, &p)?;
+            let orders: Vec<api::Order> = market
+                .ex
+                .order_history(ExAccount(acc()?), filter)
+                .iter()
+                .take(count)
+                .map(|o| market.render_order(o))
+                .collect();
+            json(&orders)
         }
         "private/get_positions" => {
             let p: api::FilterParams = params(raw)?;
             let account = acc()?;
-            let filter = filter_of(venue, &p)?;
-            let list: Vec<api::Position> = venue
+            let filter = order_filter(market, &api::FilterParams { instrument_name: None, ..p.clone() })?;
+            let list: Vec<api::Position> = market
                 .position_instruments(account)
                 .into_iter()
                 .filter(|i| {
-                    let info = venue.info(*i);
-                    filter.currency.as_deref().is_none_or(|c| c.eq_ignore_ascii_case("any") || info.base_currency == c)
-                        && filter.kind.as_deref().is_none_or(|k| k == "any" || info.kind == k)
+                    let info = market.info(*i);
+                    let currency = filter.currency.map(|c| market.ex.catalogue().currency_name(c).to_owned());
+                    currency.is_none_or(|c| info.base_currency == c || info.settlement_currency == c)
+                        && filter.kind.is_none_or(|k| market.spec(*i).kind == k)
                 })
-                .map(|i| venue.render_position(account, i))
+                .map(|i| market.render_position(account, i))
                 .collect();
             json(&list)
         }
         "private/get_position" => {
             let p: api::InstrumentParams = params(raw)?;
-            json(&venue.render_position(acc()?, instrument(venue, &p.instrument_name)?))
+            json(&market.render_position(acc()?, instrument(market, &p.instrument_name)?))
         }
         "private/get_account_summary" => {
             let p: api::CurrencyParams = params(raw)?;
             let currency = p.currency.ok_or_else(|| RpcError::invalid_param("currency", "must be present"))?;
-            json(&venue.account_summary(acc()?, &currency, true))
+            json(&market.account_summary(acc()?, &currency, true))
         }
         "private/get_account_summaries" => {
             let account = acc()?;
-            let mut currencies: Vec<String> = venue.instruments().map(|(_, i)| i.settlement_currency.clone()).collect();
-            currencies.sort_unstable();
-            currencies.dedup();
             let summaries: Vec<api::AccountSummary> =
-                currencies.iter().map(|c| venue.account_summary(account, c, false)).collect();
-            let extended = venue.account_summary(account, "BTC", true).extended;
+                market.settlement_currencies().iter().map(|c| market.account_summary(account, c, false)).collect();
+            let extended = market.account_summary(account, "BTC", true).extended;
             let mut result = serde_json::to_value(extended).unwrap_or_default();
             if let Some(object) = result.as_object_mut() {
                 object.remove("limits");
@@ -312,43 +443,51 @@ pub fn call(
         "private/get_user_trades_by_instrument" | "private/get_user_trades_by_currency" => {
             let p: api::FilterParams = params(raw)?;
             let count = p.count.unwrap_or(10).clamp(1, 1_000) as usize;
-            let filter = filter_of(venue, &p)?;
-            if method.ends_with("instrument") && filter.instr.is_none() {
+            if method.ends_with("instrument") && p.instrument_name.is_none() {
                 return Err(RpcError::invalid_param("instrument_name", "must be present"));
             }
-            let name = filter.instr.map(|i| venue.info(i).instrument_name.clone());
-            let currency = filter.currency.clone();
-            let (trades, has_more) = venue.user_trades(
-                acc()?,
-                |t| {
-                    name.as_deref().is_none_or(|n| t.instrument_name == n)
-                        && currency
-                            .as_deref()
-                            .is_none_or(|c| c.eq_ignore_ascii_case("any") || t.instrument_name.starts_with(c))
-                },
-                count,
-            );
+            let filter = order_filter(market, &p)?;
+            let trade_filter = TradeFilter { instrument: filter.instrument, currency: None, order_id: None };
+            let currency = filter.currency;
+            let mut trades: Vec<api::UserTrade> = market
+                .ex
+                .user_trades(ExAccount(acc()?), trade_filter)
+                .filter(|t| {
+                    currency.is_none_or(|c| {
+                        t.fee_currency == c || market.ex.catalogue().get(t.instrument).is_some_and(|i| i.base == c)
+                    })
+                })
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .take(count + 1)
+                .map(|t| market.render_user_trade(t))
+                .collect();
+            let has_more = trades.len() > count;
+            trades.truncate(count);
             json(&api::UserTrades { trades, has_more })
         }
         "private/get_user_trades_by_order" => {
             let p: api::OrderIdParams = params(raw)?;
-            let (trades, _) = venue.user_trades(acc()?, |t| t.order_id == p.order_id, 1_000);
+            let id = order_id(&p.order_id)?;
+            let filter = TradeFilter { order_id: Some(id), ..TradeFilter::default() };
+            let trades: Vec<api::UserTrade> =
+                market.ex.user_trades(ExAccount(acc()?), filter).map(|t| market.render_user_trade(t)).collect();
             json(&trades)
         }
         _ => Err(RpcError::method_not_found()),
     }
 }
 
-fn currencies(venue: &Venue) -> Vec<api::Currency> {
-    let mut names: Vec<String> = venue.instruments().map(|(_, i)| i.base_currency.clone()).collect();
-    names.sort_unstable();
-    names.dedup();
-    names
+fn currencies(market: &Market) -> Vec<api::Currency> {
+    market
+        .currency_names()
         .into_iter()
         .map(|currency| {
             let (long, coin, decimals) = match currency.as_str() {
                 "BTC" => ("Bitcoin", "BITCOIN", 8),
                 "ETH" => ("Ethereum", "ETHER", 6),
+                "USDC" => ("USD Coin", "USDC", 6),
                 _ => ("Simulated coin", "SIMULATED", 6),
             };
             let fee = Num(Decimal::new(1, 4).unwrap_or(Decimal::ZERO));
@@ -368,8 +507,8 @@ fn currencies(venue: &Venue) -> Vec<api::Currency> {
         .collect()
 }
 
-fn chart(venue: &Venue, p: &api::ChartParams) -> Result<String, RpcError> {
-    let instr = instrument(venue, &p.instrument_name)?;
+fn chart(market: &Market, p: &api::ChartParams) -> Result<String, RpcError> {
+    let instr = instrument(market, &p.instrument_name)?;
     let minutes: i64 = match &p.resolution {
         serde_json::Value::String(s) if s == "1D" || s == "D" => 1_440,
         serde_json::Value::String(s) => {
@@ -380,32 +519,35 @@ fn chart(venue: &Venue, p: &api::ChartParams) -> Result<String, RpcError> {
         }
         _ => return Err(RpcError::invalid_param("resolution", "invalid format")),
     };
-    let step = minutes.max(1) * 60_000;
-    let spec = venue.spec(instr);
+    let minutes = minutes.clamp(1, 1_440);
+    let step = minutes * 60_000;
+    let spec = market.spec(instr);
     let first = p.start_timestamp.div_euclid(step) * step;
     let n = ((p.end_timestamp - first) / step + 1).clamp(0, 5_000);
     let first = p.end_timestamp.div_euclid(step) * step - (n - 1).max(0) * step;
+    let candles = market.ex.candles(instr, Utc::from_millis(first), Utc::from_millis(p.end_timestamp), minutes as u32);
     let mut data =
         api::ChartData { status: if n > 0 { "ok" } else { "no_data" }.to_owned(), ..api::ChartData::default() };
-    let mut close = Num(spec.price_to_decimal(venue.index_price(instr)));
-    let trades: Vec<&api::PublicTrade> = venue.tape(instr).collect();
+    let ticker = market.ticker(instr, p.end_timestamp);
+    let mut close = ticker.last_price.unwrap_or(ticker.mark_price);
     for k in 0..n {
         let start = first + k * step;
-        let in_bucket: Vec<&&api::PublicTrade> =
-            trades.iter().filter(|t| t.timestamp >= start && t.timestamp < start + step).collect();
-        let open = in_bucket.first().map_or(close, |t| t.price);
-        let high = in_bucket.iter().map(|t| t.price).max().unwrap_or(open);
-        let low = in_bucket.iter().map(|t| t.price).min().unwrap_or(open);
-        close = in_bucket.last().map_or(open, |t| t.price);
-        let volume =
-            in_bucket.iter().try_fold(Decimal::ZERO, |acc, t| acc.checked_add(t.amount.0)).unwrap_or(Decimal::ZERO);
+        let price = |p| Num(spec.price_to_decimal(p));
+        let (open, high, low, volume) = match candles.iter().find(|c| c.start.as_millis() == start) {
+            Some(c) => {
+                let o = price(c.open);
+                close = price(c.close);
+                (o, price(c.high), price(c.low), Num(spec.qty_to_decimal(c.volume)))
+            }
+            None => (close, close, close, Num::ZERO),
+        };
         data.ticks.push(start);
         data.open.push(open);
         data.high.push(high);
         data.low.push(low);
         data.close.push(close);
-        data.volume.push(Num(volume));
-        data.cost.push(Num(volume));
+        data.volume.push(volume);
+        data.cost.push(volume);
     }
     json(&data)
 }

@@ -1,7 +1,7 @@
 //! The engine task: the one owner of the venue, fed by a bounded queue of commands.
 //!
-//! Owns: the `Venue` (single-threaded, no locks on the matching path), the synthetic market
-//! timer, the session registry with each session's subscriptions and bounded outbound queue,
+//! Owns: the `Market` (the exchange and its synthetic market; single-threaded, no locks on
+//! the matching path), the synthetic market timer, the session registry with each session's subscriptions and bounded outbound queue,
 //! fan-out of events as Deribit notifications, and book-change faults.
 //! Must not: block or await on a session: notifications go out with `try_send`; a full queue
 //! disconnects that session ("slow consumer") instead of buffering without limit.
@@ -18,15 +18,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::value::RawValue;
-use ticktrade_core::Utc;
+use ticktrade_core::{InstrumentId, Utc};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use ticktrade_exchange::{Event, OrderFilter, Request};
+
 use crate::fault::{Fault, FaultLog, Faults};
-use crate::venue::{AccountId, Event, Filter, Venue};
-use crate::wire::RpcError;
+use crate::market::{AccountId, Market};
+use crate::rpc::RpcError;
 
 pub use methods::ENGINE_METHODS;
 use publish::Subscriptions;
+use ticktrade_deribit_proto::channel::Interval;
 
 /// A frame for a session's writer.
 #[derive(Clone, Debug)]
@@ -121,7 +124,7 @@ pub enum Command {
         reply: oneshot::Sender<()>,
     },
     Inject(Fault),
-    Inspect(Box<dyn FnOnce(&Venue) + Send>),
+    Inspect(Box<dyn FnOnce(&Market) + Send>),
     Shutdown,
 }
 
@@ -154,20 +157,19 @@ pub fn now_utc() -> Utc {
 const TICK: Duration = Duration::from_millis(10);
 
 struct Engine {
-    venue: Venue,
+    market: Market,
     subs: Subscriptions,
     config: EngineConfig,
     events: Vec<Event>,
-    synthetic_carry: u64,
     ticks: u64,
 }
 
 /// Runs the engine until `Shutdown` or every sender is gone.
-pub async fn run(venue: Venue, config: EngineConfig, mut rx: mpsc::Receiver<Command>) {
-    let mut engine =
-        Engine { venue, subs: Subscriptions::default(), config, events: Vec::new(), synthetic_carry: 0, ticks: 0 };
+pub async fn run(market: Market, config: EngineConfig, mut rx: mpsc::Receiver<Command>) {
+    let mut engine = Engine { market, subs: Subscriptions::default(), config, events: Vec::new(), ticks: 0 };
+    // The first step builds every book (nobody is subscribed yet: nothing to publish).
     let mut seed_events = Vec::new();
-    engine.venue.seed_books(now_utc(), &mut seed_events);
+    engine.market.step(now_utc(), &mut seed_events);
     let mut timer = tokio::time::interval(TICK);
     timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -190,14 +192,9 @@ impl Engine {
             Command::Unregister { session, cancel_orders_of } => {
                 self.subs.unregister(session);
                 if let Some(account) = cancel_orders_of {
-                    let cancelled = self.venue.cancel_where(
-                        now,
-                        account,
-                        &Filter::default(),
-                        "cancel_on_disconnect",
-                        &mut self.events,
-                    );
-                    tracing::info!(session, account, n = cancelled.len(), "cancel-on-disconnect");
+                    let request = Request::CancelAll(OrderFilter::default());
+                    let cancelled = self.market.handle(now, account, request, &mut self.events);
+                    tracing::info!(session, account, ?cancelled, "cancel-on-disconnect");
                     self.publish(now);
                 }
             }
@@ -206,13 +203,13 @@ impl Engine {
                 {
                     self.config.stats.orders.fetch_add(1, Ordering::Relaxed);
                 }
-                let result = methods::call(&mut self.venue, now, account, &method, params.as_deref(), &mut self.events);
+                let result =
+                    methods::call(&mut self.market, now, account, &method, params.as_deref(), &mut self.events);
                 let _ = reply.send(result);
                 self.publish(now);
             }
             Command::Subscribe { request, reply } => {
-                let result =
-                    self.subs.subscribe(&mut self.venue, now, request, self.config.testnet, &mut self.config.faults);
+                let result = self.subs.subscribe(&self.market, now, request, self.config.testnet);
                 let _ = reply.send(result);
             }
             Command::Unsubscribe { session, channels, id, us_in, reply } => {
@@ -224,7 +221,7 @@ impl Engine {
                 self.config.faults.inject(fault);
                 self.apply_due_faults(now, false);
             }
-            Command::Inspect(f) => f(&self.venue),
+            Command::Inspect(f) => f(&self.market),
             Command::Shutdown => {}
         }
     }
@@ -232,12 +229,9 @@ impl Engine {
     fn tick(&mut self) {
         let now = now_utc();
         self.ticks += 1;
-        // Synthetic events at `rate_per_s`, carried in hundredths so low rates still happen.
-        self.synthetic_carry += u64::from(self.config.rate_per_s);
-        let n = self.synthetic_carry / 100;
-        self.synthetic_carry %= 100;
-        if n > 0 {
-            self.venue.step(now, n as u32, &mut self.events);
+        // The synthetic market performs the actions due since its last step (`rate_per_s`).
+        if self.config.rate_per_s > 0 {
+            self.market.step(now, &mut self.events);
             self.publish(now);
         }
         let every_100ms = self.ticks.is_multiple_of(10);
@@ -245,25 +239,25 @@ impl Engine {
         let every_1s = self.ticks.is_multiple_of(100);
         if every_100ms {
             self.subs.flush_aggregated(
-                &self.venue,
+                &self.market,
                 now,
-                publish::Interval::Ms100,
+                Interval::Ms100,
                 &mut self.config.faults,
                 &self.config.fault_log,
             );
         }
         if every_2s {
             self.subs.flush_aggregated(
-                &self.venue,
+                &self.market,
                 now,
-                publish::Interval::Agg2,
+                Interval::Agg2,
                 &mut self.config.faults,
                 &self.config.fault_log,
             );
         }
         self.config.stats.connections.store(self.subs.session_count() as u64, Ordering::Relaxed);
         if every_1s {
-            self.subs.publish_index(&self.venue, now);
+            self.subs.publish_index(&self.market, now);
             self.apply_due_faults(now, true);
         }
         self.apply_due_faults(now, false);
@@ -271,12 +265,10 @@ impl Engine {
 
     fn publish(&mut self, now: Utc) {
         let mut events = std::mem::take(&mut self.events);
-        for event in events.drain(..) {
-            if matches!(event, Event::Book { .. }) {
-                self.config.stats.book_changes.fetch_add(1, Ordering::Relaxed);
-            }
-            self.subs.publish(&self.venue, now, &event, &mut self.config.faults, &self.config.fault_log);
-        }
+        let batches = events.iter().filter(|e| matches!(e, Event::BookBatch(_))).count();
+        self.config.stats.book_changes.fetch_add(batches as u64, Ordering::Relaxed);
+        self.subs.publish(&self.market, now, &events, &mut self.config.faults, &self.config.fault_log);
+        events.clear();
         self.events = events;
     }
 
@@ -300,23 +292,25 @@ impl Engine {
                     }
                 }
                 Fault::RestartBook { instrument, levels } => {
-                    let targets: Vec<usize> = match instrument.as_deref() {
-                        Some(name) => self.venue.find(name).into_iter().collect(),
-                        None => (0..self.venue.instrument_count()).collect(),
+                    let targets: Vec<InstrumentId> = match instrument.as_deref() {
+                        Some(name) => self.market.find(name).into_iter().collect(),
+                        None => (0..self.market.instrument_count()).map(|i| InstrumentId(i as u32)).collect(),
                     };
+                    // Whatever is pending goes out first, so the restart is the last word.
+                    self.publish(now);
                     for instr in targets {
-                        let removed = self.venue.restart_book(now, instr, levels, &mut self.events);
-                        let name = self.venue.info(instr).instrument_name.clone();
+                        let removed = self.market.restart_book(now, instr, levels);
+                        self.subs.restart(&self.market, instr, now);
+                        let name = self.market.name(instr).to_owned();
                         self.config.fault_log.record(
                             "restart_book",
                             format!(
                                 "{name} change_id {} removed [{}]",
-                                self.venue.change_id(instr),
+                                self.market.change_id(instr),
                                 removed.join(", ")
                             ),
                         );
                     }
-                    self.publish(now);
                 }
                 other => self.config.faults.inject(other),
             }

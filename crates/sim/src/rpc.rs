@@ -1,27 +1,16 @@
-//! JSON-RPC envelope as the simulator speaks it: request decode, response/error/notification
-//! encode with `usIn`/`usOut`/`usDiff`/`testnet`, and `-32602` errors that name the parameter.
+//! The simulator's side of JSON-RPC: its owned error value, typed params with `-32602` errors
+//! that name the parameter, and thin wrappers over `ticktrade-deribit-proto`'s server envelope
+//! (`encode_result`, `encode_error`, `encode_notification`, heartbeats).
 //!
-//! Owns: the few envelope shapes a server needs and turning serde errors into Deribit's
-//! `{"reason":…, "param":…}` data.
-//! Must not: interpret methods. (A private stand-in until `ticktrade-deribit-proto`'s envelope
-//! module lands; kept small so the switch is mechanical.)
+//! Owns: `RpcError` (code, message, optional `data`), `params`, and carrying a request id as
+//! its raw JSON text across tasks (`IdText`).
+//! Must not: lay out envelope bytes itself (deribit-proto does), or interpret methods.
 
-use std::borrow::Cow;
-
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
-
-/// A decoded request. `params` stays raw until the method is known.
-#[derive(Debug, Deserialize)]
-pub struct Request<'a> {
-    #[serde(default, borrow)]
-    pub id: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub method: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    pub params: Option<&'a RawValue>,
-}
+use ticktrade_deribit_proto::envelope::{
+    Heartbeat, Id, ServerStamps, encode_error, encode_heartbeat, encode_notification, encode_result,
+};
 
 /// An error reply: Deribit's code and message, and optional `data`.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -56,6 +45,18 @@ impl RpcError {
     }
 }
 
+impl From<ticktrade_exchange::Reject> for RpcError {
+    fn from(reject: ticktrade_exchange::Reject) -> RpcError {
+        match (reject.code, reject.data) {
+            (-32602, Some(param)) => RpcError::invalid_param(param, "invalid value"),
+            (_, Some(reason)) => {
+                RpcError::with_data(i64::from(reject.code), reject.message, serde_json::json!({ "reason": reason }))
+            }
+            (_, None) => RpcError::new(i64::from(reject.code), reject.message),
+        }
+    }
+}
+
 /// Decodes `params` (absent = `{}`) into `T`; a failure names the parameter (`-32602`).
 pub fn params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, RpcError> {
     let text = params.map_or("{}", RawValue::get);
@@ -82,73 +83,68 @@ pub struct Timing {
     pub us_out: i64,
 }
 
-fn push_tail(out: &mut String, timing: Timing, testnet: bool) {
-    use std::fmt::Write as _;
-    let _ = write!(
-        out,
-        ",\"usIn\":{},\"usOut\":{},\"usDiff\":{},\"testnet\":{}}}",
-        timing.us_in,
-        timing.us_out,
-        timing.us_out - timing.us_in,
-        testnet
-    );
+fn stamps(timing: Timing, testnet: bool) -> ServerStamps {
+    ServerStamps { us_in: timing.us_in.max(0) as u64, us_out: timing.us_out.max(0) as u64, testnet }
+}
+
+/// A request id kept as its JSON text (`7`, `"abc"`) between tasks.
+fn parse_id(text: &str) -> Option<Id<'_>> {
+    serde_json::from_str::<Id<'_>>(text).ok()
+}
+
+fn into_string(out: Vec<u8>) -> String {
+    // Every encoder writes valid UTF-8 (JSON text and escaped strings).
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// `{"jsonrpc":"2.0","id":…,"result":…,"usIn":…}`; `result` is JSON text.
 pub fn response(id: Option<&str>, result: &str, timing: Timing, testnet: bool) -> String {
-    let mut out = String::with_capacity(result.len() + 128);
-    out.push_str("{\"jsonrpc\":\"2.0\"");
-    if let Some(id) = id {
-        out.push_str(",\"id\":");
-        out.push_str(id);
+    let mut out = Vec::with_capacity(result.len() + 128);
+    match id.and_then(parse_id) {
+        Some(id) => encode_result(&mut out, id, result, stamps(timing, testnet)),
+        // An id that is not a plain integer or string (or none): echo its raw text.
+        None => {
+            encode_result(&mut out, Id::Num(0), result, stamps(timing, testnet));
+            let text = into_string(out);
+            let head = r#"{"jsonrpc":"2.0","id":0,"#;
+            let rest = text.strip_prefix(head).unwrap_or(&text);
+            return match id {
+                Some(raw) => format!(r#"{{"jsonrpc":"2.0","id":{raw},{rest}"#),
+                None => format!(r#"{{"jsonrpc":"2.0",{rest}"#),
+            };
+        }
     }
-    out.push_str(",\"result\":");
-    out.push_str(result);
-    push_tail(&mut out, timing, testnet);
-    out
+    into_string(out)
 }
 
 /// An error response; `id` is omitted when the request had none (or was not JSON).
 pub fn error(id: Option<&str>, err: &RpcError, timing: Timing, testnet: bool) -> String {
-    let mut out = String::with_capacity(160);
-    out.push_str("{\"jsonrpc\":\"2.0\"");
-    if let Some(id) = id {
-        out.push_str(",\"id\":");
-        out.push_str(id);
-    }
-    let mut object = serde_json::json!({"code": err.code, "message": err.message});
-    if let Some(data) = &err.data {
-        object["data"] = data.clone();
-    }
-    out.push_str(",\"error\":");
-    out.push_str(&object.to_string());
-    push_tail(&mut out, timing, testnet);
-    out
+    let mut out = Vec::with_capacity(160);
+    let data = err.data.as_ref().map(serde_json::Value::to_string);
+    let code = i32::try_from(err.code).unwrap_or(i32::MIN);
+    encode_error(&mut out, id.and_then(parse_id), code, &err.message, data.as_deref(), stamps(timing, testnet));
+    into_string(out)
 }
 
 /// A subscription notification; `data` is JSON text.
 pub fn notification(channel: &str, data: &str, label: Option<&str>) -> String {
-    let mut out = String::with_capacity(data.len() + channel.len() + 80);
-    out.push_str("{\"jsonrpc\":\"2.0\",\"method\":\"subscription\",\"params\":{\"channel\":");
-    out.push_str(&serde_json::Value::String(channel.to_owned()).to_string());
-    if let Some(label) = label {
-        out.push_str(",\"label\":");
-        out.push_str(&serde_json::Value::String(label.to_owned()).to_string());
-    }
-    out.push_str(",\"data\":");
-    out.push_str(data);
-    out.push_str("}}");
-    out
+    let mut out = Vec::with_capacity(data.len() + channel.len() + 80);
+    encode_notification(&mut out, channel, data, label);
+    into_string(out)
 }
 
-/// Deribit's heartbeat frames (byte-for-byte the recorded ones).
-pub const TEST_REQUEST: &str = r#"{"params":{"type":"test_request"},"method":"heartbeat","jsonrpc":"2.0"}"#;
+/// Deribit's `test_request` heartbeat frame.
+pub fn test_request() -> String {
+    let mut out = Vec::with_capacity(80);
+    encode_heartbeat(&mut out, Heartbeat::TestRequest);
+    into_string(out)
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[derive(Debug, Deserialize)]
+    #[derive(Debug, serde::Deserialize)]
     #[allow(dead_code)]
     struct P {
         instrument_name: String,
@@ -169,18 +165,26 @@ mod tests {
     }
 
     #[test]
-    fn envelopes_carry_timing() {
+    fn envelopes_carry_timing_and_echo_ids() {
         let timing = Timing { us_in: 10, us_out: 15 };
-        let text = response(Some("7"), "\"ok\"", timing, false);
+        for (id, want) in [("7", serde_json::json!(7)), (r#""abc""#, serde_json::json!("abc"))] {
+            let text = response(Some(id), "\"ok\"", timing, false);
+            let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(value["id"], want, "{text}");
+            assert_eq!(value["usDiff"], 5);
+            assert_eq!(value["result"], "ok");
+        }
+        let text = response(Some("1.5"), "1", timing, true);
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(value["id"], 7);
-        assert_eq!(value["usDiff"], 5);
+        assert_eq!((value["id"].as_f64(), value["testnet"].as_bool()), (Some(1.5), Some(true)), "{text}");
         let text = error(None, &RpcError::bad_request("invalid json"), timing, false);
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert!(value.get("id").is_none());
         assert_eq!(value["error"]["code"], 11050);
+        assert_eq!(value["error"]["data"], "invalid json");
         let text = notification("book.X.raw", "{}", Some("l"));
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["params"]["label"], "l");
+        assert_eq!(test_request(), r#"{"params":{"type":"test_request"},"method":"heartbeat","jsonrpc":"2.0"}"#);
     }
 }
