@@ -25,8 +25,6 @@
 //! stops once the coarsest variant has its N buckets; the property tests check each variant
 //! against a direct recomputation.
 
-use std::ops::ControlFlow;
-
 use ticktrade_core::{Decimal, Price, Qty, Side};
 
 use crate::l2::{L2Book, Level};
@@ -189,15 +187,15 @@ impl Grouping {
     /// The width that applies at `p` and the price range `[lo, hi)` where it applies.
     fn band(self, p: i64) -> Band {
         match self {
-            Grouping::Ticks(width) => Band { width, lo: i64::MIN, hi: i64::MAX },
+            Grouping::Ticks(width) => Band::new(width, i64::MIN, i64::MAX),
             Grouping::SigFigs { sig_figs, mantissa } => {
                 if p <= 0 {
-                    return Band { width: 1, lo: i64::MIN, hi: 1 };
+                    return Band::new(1, i64::MIN, 1);
                 }
                 let digits = (p.ilog10() + 1) as usize;
                 let lo = POW10[digits - 1];
                 let hi = if digits < 19 { POW10[digits] } else { i64::MAX };
-                Band { width: sig_width(sig_figs, mantissa, p), lo, hi }
+                Band::new(sig_width(sig_figs, mantissa, p), lo, hi)
             }
         }
     }
@@ -281,11 +279,35 @@ struct Band {
     width: i64,
     lo: i64,
     hi: i64,
+    /// `⌊(2^64 − 1) / width⌋ + 1`: for `0 ≤ p ≤ fast_max`, `⌊p / width⌋ = ⌊p · recip / 2^64⌋`
+    /// (the error `recip · width − 2^64` is below `width`, and `p · width < 2^64`).
+    recip: u64,
+    fast_max: i64,
 }
 
 impl Band {
     /// Matches no price, so the first bucket takes the slow path.
-    const NONE: Band = Band { width: 1, lo: i64::MAX, hi: i64::MIN };
+    const NONE: Band = Band { width: 1, lo: i64::MAX, hi: i64::MIN, recip: 0, fast_max: -1 };
+
+    fn new(width: i64, lo: i64, hi: i64) -> Band {
+        let (recip, fast_max) = if width >= 2 { (u64::MAX / width as u64 + 1, i64::MAX / width) } else { (0, -1) };
+        Band { width, lo, hi, recip, fast_max }
+    }
+
+    /// `round` by this band's width (bids down, asks up), by a multiplication when it can.
+    #[inline(always)]
+    fn round<const BID: bool>(self, p: i64) -> i64 {
+        let w = self.width;
+        if w <= 1 {
+            return p;
+        }
+        let down = if (0..=self.fast_max).contains(&p) {
+            ((u128::from(p as u64) * u128::from(self.recip)) >> 64) as i64 * w
+        } else {
+            p - p.rem_euclid(w)
+        };
+        if BID || down == p { down } else { down.saturating_add(w) }
+    }
 }
 
 impl Acc {
@@ -336,19 +358,6 @@ impl Acc {
         (round(self.side, p, band.width), band)
     }
 
-    /// The price of the bucket a level at `p` falls in (the open one if `p` joins it), without
-    /// changing the walk. Because bids round down and asks round up, the bucket price is also
-    /// its far edge: walking from `p`, the bucket's levels are exactly those up to it.
-    #[inline]
-    fn bucket_of(&self, p: i64) -> i64 {
-        if let Some(cur) = self.cur
-            && !worse(self.side, Price::from_raw(p), cur.price)
-        {
-            return cur.price.raw();
-        }
-        self.next_bucket(p).0
-    }
-
     /// Closes the open bucket; returns it.
     fn finish(&mut self) -> Option<AggLevel> {
         let closed = self.cur.take();
@@ -389,39 +398,42 @@ impl AggregateBuf {
     ///
     /// Levels are fed one by one until the full-precision variant has its `n`; after that
     /// (when the side is all in the dense window) whole buckets of the finest variant still
-    /// taking input are summed straight from the ladder and fed as one level each, which is
-    /// the same to every coarser variant (the buckets nest) and much cheaper deep in a book.
+    /// taking input are taken from the ladder with a cursor (one mask per 64-tick word) and
+    /// fed as one level each, which is the same to every coarser variant (the buckets nest)
+    /// and much cheaper deep in a book.
     pub fn aggregate_book(&mut self, book: &L2Book) {
-        for side in [Side::Buy, Side::Sell] {
-            let dense = book.is_dense_only(side);
-            self.run_side(side, |chain| {
-                let mut last: Option<Price> = None;
-                let mut done = false;
-                book.walk_levels(side, |level| {
-                    last = Some(level.price);
-                    done = chain.step(level.into());
-                    if done || (dense && chain.full(0)) { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
-                });
-                let Some(mut last) = last else { return };
-                if done || !dense {
-                    return;
+        self.book_side::<true>(book);
+        self.book_side::<false>(book);
+    }
+
+    fn book_side<const BID: bool>(&mut self, book: &L2Book) {
+        let side = if BID { Side::Buy } else { Side::Sell };
+        let Some(mut cursor) = book.dense_cursor(side) else {
+            self.side_from::<BID, _, _>(book.levels(side));
+            return;
+        };
+        let mut chain = Chain::<BID>::new(&mut self.levels[side_index(side)], self.n);
+        'walk: {
+            if self.n == 0 {
+                break 'walk;
+            }
+            while !chain.full(0) {
+                let Some((p, q)) = cursor.pop() else { break 'walk };
+                if chain.step(p, q, 1) {
+                    break 'walk;
                 }
-                while let Some(p) = book.next_worse(side, last) {
-                    let acc = chain.entry_acc();
-                    // Everything from `p` to the bucket price: the bucket's levels.
-                    let bucket = Price::from_raw(chain.accs[acc].bucket_of(p.raw()));
-                    let (lo, hi) = match side {
-                        Side::Buy => (bucket, p),
-                        Side::Sell => (p, bucket),
-                    };
-                    let (qty, n) = book.sum_range(side, lo, hi);
-                    last = bucket;
-                    if chain.step(AggLevel { price: bucket, qty, n }) {
-                        return;
-                    }
+            }
+            while let Some(p) = cursor.peek() {
+                // The bucket's price is also its far edge (bids round down, asks up), so its
+                // levels are exactly those from `p` through it.
+                let bucket = chain.locate(p);
+                let (q, n) = cursor.take_through(bucket);
+                if chain.step_bucket(bucket, q, n) {
+                    break 'walk;
                 }
-            });
+            }
         }
+        chain.flush();
     }
 
     /// Recomputes all seven variants of one side from its best-first levels.
@@ -430,41 +442,28 @@ impl AggregateBuf {
         I: IntoIterator<Item = L>,
         L: Into<AggLevel>,
     {
-        self.run_side(side, |chain| {
+        match side {
+            Side::Buy => self.side_from::<true, I, L>(levels),
+            Side::Sell => self.side_from::<false, I, L>(levels),
+        }
+    }
+
+    fn side_from<const BID: bool, I, L>(&mut self, levels: I)
+    where
+        I: IntoIterator<Item = L>,
+        L: Into<AggLevel>,
+    {
+        let side = if BID { Side::Buy } else { Side::Sell };
+        let mut chain = Chain::<BID>::new(&mut self.levels[side_index(side)], self.n);
+        if self.n > 0 {
             for level in levels {
-                if chain.step(level.into()) {
+                let l: AggLevel = level.into();
+                if chain.step(l.price.raw(), l.qty.raw(), l.n) {
                     break;
                 }
             }
-        });
-    }
-
-    /// Clears one side's buffers, lets `source` feed levels to the chain (the step returns
-    /// true once every variant is complete), then flushes the open buckets.
-    #[inline]
-    fn run_side(&mut self, side: Side, source: impl FnOnce(&mut Chain<'_>)) {
-        let n = self.n;
-        let bufs = &mut self.levels[side_index(side)];
-        for b in bufs.iter_mut() {
-            b.clear();
         }
-        if n == 0 {
-            return;
-        }
-        let mut accs: [Acc; 7] = std::array::from_fn(|i| Acc {
-            side,
-            grouping: HlPrecision::ALL[i].grouping(),
-            n,
-            cur: None,
-            out: std::mem::take(&mut bufs[i]),
-            band: Band::NONE,
-        });
-        let mut chain = Chain { accs: &mut accs, n, entry: 1 };
-        source(&mut chain);
         chain.flush();
-        for (b, acc) in bufs.iter_mut().zip(accs) {
-            *b = acc.out;
-        }
     }
 
     /// One variant of one side, best first.
@@ -473,43 +472,162 @@ impl AggregateBuf {
     }
 }
 
+/// The open bucket of one variant in a `Chain`, in raw ticks.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    open: bool,
+    price: i64,
+    qty: i64,
+    n: u32,
+    /// The band of the open bucket (see `Acc::band`).
+    band: Band,
+    grouping: Grouping,
+}
+
+impl Run {
+    /// True if a level (or finer bucket) at `p` belongs to the open bucket.
+    #[inline(always)]
+    fn joins<const BID: bool>(&self, p: i64) -> bool {
+        self.open && if BID { p >= self.price } else { p <= self.price }
+    }
+
+    /// The bucket of `p`, which is strictly worse than the open bucket (if any): the
+    /// neighbour or a rounding in the same band need no division by a variable. Sets `band`
+    /// to the band of that bucket, which the caller opens next (the open bucket's band is
+    /// not needed again).
+    #[inline(always)]
+    fn next<const BID: bool>(&mut self, p: i64) -> i64 {
+        let band = &self.band;
+        if self.open {
+            let b = self.price;
+            if BID && p >= band.lo {
+                return match b.checked_sub(band.width) {
+                    Some(nb) if p >= nb => nb,
+                    _ => band.round::<BID>(p),
+                };
+            }
+            if !BID && p < band.hi {
+                return match b.checked_add(band.width) {
+                    Some(nb) if p <= nb => nb,
+                    _ => band.round::<BID>(p),
+                };
+            }
+        }
+        self.next_slow::<BID>(p)
+    }
+
+    #[inline(never)]
+    fn next_slow<const BID: bool>(&mut self, p: i64) -> i64 {
+        self.band = self.grouping.band(p);
+        self.band.round::<BID>(p)
+    }
+}
+
 /// The derivation chain of `AggregateBuf` (indices into `HlPrecision::ALL`):
-/// 1 = 5 → 2 = (5,2); 1 → 3 = (5,5) → 4 = 4 figures → 5 = 3 → 6 = 2.
+/// 1 = 5 → 2 = (5,2); 1 → 3 = (5,5) → 4 = 4 figures → 5 = 3 → 6 = 2. `BID`: the side.
 ///
 /// Once the variants above a walk have their `n` buckets, source levels skip them and enter
 /// the chain lower down (`entry`): deep in a book only the coarse variants still need levels,
 /// and feeding a level straight to a coarse walk buckets it exactly as feeding it through the
 /// finer buckets would (the buckets nest). Complete leaves are not fed at all.
-struct Chain<'a> {
-    accs: &'a mut [Acc; 7],
+struct Chain<'a, const BID: bool> {
+    /// Index 0 (full precision) has no bucket; its levels go straight to `outs[0]`.
+    runs: [Run; 7],
+    outs: &'a mut [Vec<AggLevel>; 7],
     n: usize,
     /// The walk that source levels enter: 1, 3, 4, 5 or 6.
     entry: usize,
 }
 
-impl Chain<'_> {
+impl<'a, const BID: bool> Chain<'a, BID> {
+    /// Clears `outs`, which must have room for `n` levels each.
+    fn new(outs: &'a mut [Vec<AggLevel>; 7], n: usize) -> Chain<'a, BID> {
+        for o in outs.iter_mut() {
+            o.clear();
+        }
+        let runs = std::array::from_fn(|i| Run {
+            open: false,
+            price: 0,
+            qty: 0,
+            n: 0,
+            band: Band::NONE,
+            grouping: HlPrecision::ALL[i].grouping(),
+        });
+        Chain { runs, outs, n, entry: 1 }
+    }
+
+    #[inline(always)]
+    fn full(&self, i: usize) -> bool {
+        self.outs[i].len() >= self.n
+    }
+
     /// Feeds one source level; returns true when every variant is complete.
     #[inline]
-    fn step(&mut self, level: AggLevel) -> bool {
+    fn step(&mut self, p: i64, q: i64, n: u32) -> bool {
         if self.entry == 1 && !self.full(0) {
-            self.accs[0].out.push(level);
+            self.outs[0].push(agg_level(p, q, n));
         }
-        if let Some(closed) = self.accs[self.entry].push(level) {
+        if let Some(closed) = self.push(self.entry, p, q, n) {
             self.cascade(self.entry, closed);
             self.advance();
         }
         self.full(6)
     }
 
-    /// The walk that source levels enter first (after the full-precision list).
+    /// The bucket of the entry walk that a level at `p` falls in; `step_bucket` must feed it
+    /// next.
     #[inline]
-    fn entry_acc(&self) -> usize {
-        self.entry
+    fn locate(&mut self, p: i64) -> i64 {
+        let r = &mut self.runs[self.entry];
+        if r.joins::<BID>(p) { r.price } else { r.next::<BID>(p) }
     }
 
+    /// Feeds a whole bucket of the entry walk, found by `locate`, once the full-precision
+    /// list is complete; returns true when every variant is complete.
     #[inline]
-    fn full(&self, i: usize) -> bool {
-        self.accs[i].out.len() >= self.n
+    fn step_bucket(&mut self, price: i64, q: i64, n: u32) -> bool {
+        debug_assert!(self.full(0));
+        let e = self.entry;
+        let r = &mut self.runs[e];
+        if r.joins::<BID>(price) {
+            r.qty += q;
+            r.n += n;
+        } else if let Some(closed) = self.open(e, price, q, n) {
+            self.cascade(e, closed);
+            self.advance();
+        }
+        self.full(6)
+    }
+
+    /// Adds a level (or a finer bucket) to walk `i`; returns the bucket this closed, if any.
+    #[inline(always)]
+    fn push(&mut self, i: usize, p: i64, q: i64, n: u32) -> Option<AggLevel> {
+        let r = &mut self.runs[i];
+        if r.joins::<BID>(p) {
+            r.qty += q;
+            r.n += n;
+            return None;
+        }
+        let price = r.next::<BID>(p);
+        self.open(i, price, q, n)
+    }
+
+    /// Opens a new bucket at `price` in walk `i` (its band already set by `Run::next`);
+    /// closes and returns the open one (kept if there is room).
+    #[inline(always)]
+    fn open(&mut self, i: usize, price: i64, q: i64, n: u32) -> Option<AggLevel> {
+        let r = &mut self.runs[i];
+        let closed = r.open.then(|| agg_level(r.price, r.qty, r.n));
+        r.open = true;
+        r.price = price;
+        r.qty = q;
+        r.n = n;
+        if let Some(c) = closed
+            && self.outs[i].len() < self.n
+        {
+            self.outs[i].push(c);
+        }
+        closed
     }
 
     /// Passes a bucket just closed by walk `from` to the walks derived from it.
@@ -519,14 +637,14 @@ impl Chain<'_> {
             let next = match from {
                 1 => {
                     if !self.full(2) {
-                        self.accs[2].push(closed);
+                        self.push(2, closed.price.raw(), closed.qty.raw(), closed.n);
                     }
                     3
                 }
                 3..=5 => from + 1,
                 _ => return,
             };
-            match self.accs[next].push(closed) {
+            match self.push(next, closed.price.raw(), closed.qty.raw(), closed.n) {
                 Some(c) => {
                     closed = c;
                     from = next;
@@ -538,15 +656,34 @@ impl Chain<'_> {
 
     /// Closes walk `i`'s open bucket and passes it on.
     fn finish(&mut self, i: usize) {
-        if let Some(closed) = self.accs[i].finish() {
-            self.cascade(i, closed);
+        let r = &mut self.runs[i];
+        if !r.open {
+            return;
         }
+        r.open = false;
+        let closed = agg_level(r.price, r.qty, r.n);
+        if self.outs[i].len() < self.n {
+            self.outs[i].push(closed);
+        }
+        self.cascade(i, closed);
     }
 
     /// Moves the entry point down while the walks above the next entry are complete. Their
     /// open buckets are passed on first; being complete, they store nothing more.
-    #[cold]
+    #[inline]
     fn advance(&mut self) {
+        let next = match self.entry {
+            1 => 3,
+            3..=5 => self.entry + 1,
+            _ => return,
+        };
+        if self.full(next - 1) {
+            self.advance_slow();
+        }
+    }
+
+    #[cold]
+    fn advance_slow(&mut self) {
         loop {
             let next = match self.entry {
                 1 => 3,
@@ -570,6 +707,11 @@ impl Chain<'_> {
             self.finish(i);
         }
     }
+}
+
+#[inline(always)]
+fn agg_level(price: i64, qty: i64, n: u32) -> AggLevel {
+    AggLevel { price: Price::from_raw(price), qty: Qty::from_raw(qty), n }
 }
 
 #[inline]

@@ -243,23 +243,11 @@ impl L2Book {
         self.ladder(side).walk(|p, q| f(to_level((p, q))));
     }
 
-    /// True if every level of `side` is in its dense window (see `ladder`).
+    /// A best-first cursor over `side`, if every level of it is in its dense window (see
+    /// `ladder`); aggregation takes whole buckets from it.
     #[inline]
-    pub(crate) fn is_dense_only(&self, side: Side) -> bool {
-        self.ladder(side).is_dense_only()
-    }
-
-    /// The next level price strictly worse than `price` on `side` (dense window only).
-    #[inline]
-    pub(crate) fn next_worse(&self, side: Side, price: Price) -> Option<Price> {
-        self.ladder(side).next_worse(price.raw()).map(Price::from_raw)
-    }
-
-    /// Total quantity and number of levels of `side` with prices in `lo..=hi` (dense only).
-    #[inline]
-    pub(crate) fn sum_range(&self, side: Side, lo: Price, hi: Price) -> (Qty, u32) {
-        let (qty, count) = self.ladder(side).sum_range(lo.raw(), hi.raw());
-        (Qty::from_raw(qty), count)
+    pub(crate) fn dense_cursor(&self, side: Side) -> Option<ladder::DenseCursor<'_>> {
+        self.ladder(side).dense_cursor()
     }
 
     /// The best `n` levels of a side, best first.

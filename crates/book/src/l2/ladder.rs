@@ -324,82 +324,26 @@ impl Ladder {
         }
     }
 
-    /// True if every level is in the dense window (the range helpers below need that).
+    /// A best-first cursor over the dense window, or `None` if any level is stored sparsely
+    /// (the cursor sees only the window).
     #[inline]
-    pub(crate) fn is_dense_only(&self) -> bool {
-        self.sparse.is_empty()
-    }
-
-    /// The next level strictly worse than `price` (lower for bids, higher for asks), looking
-    /// only at the dense window.
-    pub(crate) fn next_worse(&self, price: i64) -> Option<i64> {
-        let len = self.qty.len() as i128;
-        let off = price as i128 - self.base as i128;
-        let i = if self.bid {
-            if off <= 0 {
-                return None;
-            }
-            // `highest_below(i)` looks at indices < i.
-            self.highest_below(off.min(len) as usize)
-        } else {
-            if off >= len - 1 {
-                return None;
-            }
-            if off < 0 { self.lowest_from(0) } else { self.lowest_above(off as usize) }
+    pub(crate) fn dense_cursor(&self) -> Option<DenseCursor<'_>> {
+        if !self.sparse.is_empty() {
+            return None;
+        }
+        let (word, mask) = match self.best_idx {
+            Some(b) => (b >> 6, self.bits[b >> 6]),
+            None => (0, 0),
         };
-        i.map(|i| self.base + i as i64)
-    }
-
-    /// Lowest set index at or above `j`.
-    fn lowest_from(&self, j: usize) -> Option<usize> {
-        if j == 0 {
-            if self.bits.first().is_some_and(|w| w & 1 != 0) {
-                return Some(0);
-            }
-            if self.bits.is_empty() {
-                return None;
-            }
-            return self.lowest_above(0);
-        }
-        self.lowest_above(j - 1)
-    }
-
-    /// Total quantity and number of levels with prices in `lo..=hi`, dense window only.
-    pub(crate) fn sum_range(&self, lo: i64, hi: i64) -> (i64, u32) {
-        let base = self.base as i128;
-        let last = base + self.qty.len() as i128 - 1;
-        let (lo, hi) = ((lo as i128).max(base), (hi as i128).min(last));
-        if lo > hi {
-            return (0, 0);
-        }
-        let (i0, i1) = ((lo - base) as usize, (hi - base) as usize);
-        let (w0, w1) = (i0 >> 6, i1 >> 6);
-        let (mut qty, mut count) = (0i64, 0u32);
-        for w in w0..=w1 {
-            let mut m = self.bits[w];
-            if w == w0 {
-                m &= u64::MAX << (i0 & 63);
-            }
-            if w == w1 {
-                m &= u64::MAX >> (63 - (i1 & 63));
-            }
-            let ones = m.count_ones();
-            count += ones;
-            if ones >= 16 {
-                // Crowded word: absent levels hold 0, so summing the whole masked span (which
-                // vectorises) equals summing the set bits, and beats 16+ dependent bit steps.
-                let lo = if w == w0 { i0 } else { w << 6 };
-                let hi = if w == w1 { i1 } else { (w << 6) + 63 };
-                qty += self.qty[lo..=hi].iter().sum::<i64>();
-            } else {
-                while m != 0 {
-                    let b = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    qty += self.qty[(w << 6) + b];
-                }
-            }
-        }
-        (qty, count)
+        Some(DenseCursor {
+            base: self.base,
+            qty: &self.qty,
+            bits: &self.bits,
+            bid: self.bid,
+            word,
+            mask,
+            left: self.n_dense,
+        })
     }
 
     pub(crate) fn iter(&self) -> LadderIter<'_> {
@@ -417,6 +361,136 @@ impl Ladder {
             started: false,
         }
     }
+}
+
+/// Walks the dense window best first, a level or a whole price range at a time, without
+/// restarting a search per step: `take_through` consumes every level up to a price with one
+/// mask per 64-tick word, so a wide bucket costs a few word operations, not one per level.
+pub(crate) struct DenseCursor<'a> {
+    base: i64,
+    qty: &'a [i64],
+    bits: &'a [u64],
+    bid: bool,
+    /// The word being consumed and its levels not yet taken (0 once past the end).
+    word: usize,
+    mask: u64,
+    /// Levels not yet taken: once 0 the walk stops without scanning the empty rest of the
+    /// window (which can be thousands of words after an outlier widened it).
+    left: usize,
+}
+
+impl DenseCursor<'_> {
+    /// Moves to the next non-empty word; false at the end of the window.
+    #[inline]
+    fn fill(&mut self) -> bool {
+        if self.left == 0 {
+            return false;
+        }
+        while self.mask == 0 {
+            if self.bid {
+                if self.word == 0 {
+                    return false;
+                }
+                self.word -= 1;
+            } else {
+                if self.word + 1 >= self.bits.len() {
+                    return false;
+                }
+                self.word += 1;
+            }
+            self.mask = self.bits[self.word];
+        }
+        true
+    }
+
+    /// The bit of the best level left in `mask` (non-zero).
+    #[inline]
+    fn best_bit(&self) -> usize {
+        if self.bid { 63 - self.mask.leading_zeros() as usize } else { self.mask.trailing_zeros() as usize }
+    }
+
+    /// The price of the next level, without taking it.
+    #[inline]
+    pub(crate) fn peek(&mut self) -> Option<i64> {
+        if !self.fill() {
+            return None;
+        }
+        Some(self.base + ((self.word << 6) + self.best_bit()) as i64)
+    }
+
+    /// Takes the next level.
+    #[inline]
+    pub(crate) fn pop(&mut self) -> Option<(i64, i64)> {
+        if !self.fill() {
+            return None;
+        }
+        let b = self.best_bit();
+        self.mask &= !(1u64 << b);
+        self.left -= 1;
+        let i = (self.word << 6) + b;
+        Some((self.base + i as i64, self.qty[i]))
+    }
+
+    /// Takes every level from the cursor up to and including `edge` (down to it for bids, up
+    /// to it for asks); returns their total quantity and number.
+    #[inline]
+    pub(crate) fn take_through(&mut self, edge: i64) -> (i64, u32) {
+        let (mut qty, mut n) = (0i64, 0u32);
+        // Offset of `edge` in the window, clamped to one word beyond either end.
+        let len = self.qty.len() as i128;
+        let e = (edge as i128 - self.base as i128).clamp(-64, len + 64) as i64;
+        loop {
+            if !self.fill() {
+                return (qty, n);
+            }
+            let start = (self.word << 6) as i64;
+            // Bit positions of this word on the taken side of `edge`.
+            let keep = if self.bid {
+                match e - start {
+                    d if d <= 0 => u64::MAX,
+                    d if d >= 64 => 0,
+                    d => u64::MAX << d,
+                }
+            } else {
+                match e - start {
+                    d if d < 0 => 0,
+                    d if d >= 63 => u64::MAX,
+                    d => u64::MAX >> (63 - d),
+                }
+            };
+            let take = self.mask & keep;
+            if take != 0 {
+                let k = take.count_ones();
+                n += k;
+                self.left -= k as usize;
+                qty += sum_bits(&self.qty[self.word << 6..(self.word << 6) + 64], take);
+                self.mask &= !take;
+            }
+            if self.mask != 0 || keep != u64::MAX {
+                return (qty, n);
+            }
+        }
+    }
+}
+
+/// The sum of `word[i]` over the set bits `i` of `mask`. Absent levels hold 0, so for a
+/// crowded mask summing the whole span between its first and last bit (which vectorises)
+/// gives the same and beats one dependent step per bit.
+#[inline]
+fn sum_bits(word: &[i64], mask: u64) -> i64 {
+    debug_assert_eq!(word.len(), 64);
+    if mask.count_ones() >= 8 {
+        let lo = mask.trailing_zeros() as usize;
+        let hi = 63 - mask.leading_zeros() as usize;
+        return word[lo..=hi].iter().sum();
+    }
+    let mut m = mask;
+    let mut s = 0;
+    while m != 0 {
+        s += word[m.trailing_zeros() as usize];
+        m &= m - 1;
+    }
+    s
 }
 
 /// Levels of one ladder, best first: a merge of the dense bitset walk and the sparse map.
@@ -580,43 +654,49 @@ mod tests {
         }
     }
 
-    #[test]
-    fn range_helpers() {
-        let mut asks = Ladder::new(false);
-        let mut bids = Ladder::new(true);
-        for p in [-64, 3, 64, 65, 200, 1000] {
-            asks.set(p, 1);
-            bids.set(p, 2);
-        }
-        assert_eq!(asks.next_worse(i64::MIN), Some(-64));
-        assert_eq!(asks.next_worse(-64), Some(3));
-        assert_eq!(asks.next_worse(65), Some(200));
-        assert_eq!(asks.next_worse(1000), None);
-        assert_eq!(asks.next_worse(i64::MAX), None);
-        assert_eq!(bids.next_worse(i64::MAX), Some(1000));
-        assert_eq!(bids.next_worse(65), Some(64));
-        assert_eq!(bids.next_worse(3), Some(-64));
-        assert_eq!(bids.next_worse(-64), None);
-        assert_eq!(bids.next_worse(i64::MIN), None);
-        assert_eq!(asks.sum_range(i64::MIN, i64::MAX), (6, 6));
-        assert_eq!(asks.sum_range(3, 65), (3, 3));
-        assert_eq!(bids.sum_range(4, 199), (4, 2));
-        assert_eq!(bids.sum_range(201, 999), (0, 0));
-        assert_eq!(bids.sum_range(5, 4), (0, 0));
+    /// Reference for `take_through`: the levels from the cursor's position through `edge`.
+    fn naive_take(rest: &mut Vec<(i64, i64)>, bid: bool, edge: i64) -> (i64, u32) {
+        let k = rest.iter().take_while(|&&(p, _)| if bid { p >= edge } else { p <= edge }).count();
+        let taken: Vec<(i64, i64)> = rest.drain(..k).collect();
+        (taken.iter().map(|l| l.1).sum(), taken.len() as u32)
     }
 
     #[test]
-    fn sum_range_on_crowded_and_sparse_words() {
-        let mut l = Ladder::new(true);
-        let prices: Vec<i64> = (1000..1200).filter(|p| p % 7 != 3).chain((1300..1600).step_by(9)).collect();
-        for &p in &prices {
-            l.set(p, p * 3);
-        }
-        for lo in (990..1610).step_by(13) {
-            for hi in (lo..1620).step_by(17) {
-                let want: Vec<i64> = prices.iter().copied().filter(|p| (lo..=hi).contains(p)).collect();
-                assert_eq!(l.sum_range(lo, hi), (want.iter().map(|p| p * 3).sum(), want.len() as u32), "{lo}..={hi}");
+    fn cursor_takes_ranges_like_a_filter() {
+        let prices: Vec<i64> =
+            (1000..1200).filter(|p| p % 7 != 3).chain((1300..1600).step_by(9)).chain([-64, 3, 64, 65, 5000]).collect();
+        for bid in [true, false] {
+            let mut l = Ladder::new(bid);
+            for &p in &prices {
+                l.set(p, p.abs() * 3 + 1);
             }
+            for step in [1i64, 5, 13, 64, 100, 700] {
+                let mut rest = levels(&l);
+                let mut c = l.dense_cursor().unwrap();
+                // Pop a few single levels, then take ranges of `step` ticks until the end.
+                for _ in 0..3 {
+                    assert_eq!(c.pop(), Some(rest.remove(0)));
+                }
+                while let Some(p) = c.peek() {
+                    assert_eq!(p, rest[0].0);
+                    let edge = if bid { p - step } else { p + step };
+                    assert_eq!(c.take_through(edge), naive_take(&mut rest, bid, edge), "bid {bid} step {step} at {p}");
+                }
+                assert!(rest.is_empty());
+                assert_eq!(c.pop(), None);
+                assert_eq!(c.take_through(if bid { i64::MIN } else { i64::MAX }), (0, 0));
+            }
+            // Edges beyond the window on either side.
+            let mut c = l.dense_cursor().unwrap();
+            assert_eq!(c.take_through(if bid { i64::MAX } else { i64::MIN }), (0, 0));
+            let all = levels(&l);
+            assert_eq!(
+                c.take_through(if bid { i64::MIN } else { i64::MAX }),
+                (all.iter().map(|l| l.1).sum(), all.len() as u32)
+            );
+            // A level stored sparsely: no cursor.
+            l.set(1 << 40, 1);
+            assert!(l.dense_cursor().is_none());
         }
     }
 
