@@ -1,0 +1,176 @@
+//! The server's session features over the simulator: heartbeats (`test_request`, close 4000
+//! when unanswered), REST on the same port (local book, relayed otherwise), upstream
+//! subscriptions following demand, per-client fan-out delays in `/metrics`.
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use ticktrade_serve::{ServeConfig, ServeHandle, UpstreamSource};
+use ticktrade_sim::SimConfig;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+fn config() -> ServeConfig {
+    ServeConfig {
+        upstream: UpstreamSource::Sim(Box::new(SimConfig { rate_per_s: 200, ..SimConfig::default() })),
+        min_heartbeat: Duration::from_secs(1),
+        linger: Duration::from_millis(300),
+        ..ServeConfig::default()
+    }
+}
+
+async fn send(ws: &mut Ws, id: u64, method: &str, params: Value) {
+    let req = json!({"jsonrpc":"2.0","id":id,"method":method,"params":params});
+    ws.send(Message::text(req.to_string())).await.unwrap();
+}
+
+/// The next text message as JSON (`None` on close, with the close frame's code and reason).
+async fn next(ws: &mut Ws) -> Result<Value, Option<(CloseCode, String)>> {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), ws.next()).await.unwrap() {
+            Some(Ok(Message::Text(t))) => return Ok(serde_json::from_str(&t).unwrap()),
+            Some(Ok(Message::Close(frame))) => return Err(frame.map(|f| (f.code, f.reason.to_string()))),
+            Some(Ok(_)) => {}
+            Some(Err(_)) | None => return Err(None),
+        }
+    }
+}
+
+async fn reply(ws: &mut Ws, id: u64) -> Value {
+    loop {
+        let v = next(ws).await.unwrap();
+        if v["id"] == json!(id) {
+            return v;
+        }
+    }
+}
+
+async fn http_get(serve: &ServeHandle, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(serve.addr()).await.unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    tcp.write_all(req.as_bytes()).await.unwrap();
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).await.unwrap();
+    let status = text[9..12].parse().unwrap();
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+#[tokio::test]
+async fn heartbeat_test_requests_are_sent_and_an_unanswered_one_closes_with_4000() {
+    let serve = ticktrade_serve::spawn(config()).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(serve.ws_url()).await.unwrap();
+    send(&mut ws, 1, "public/set_heartbeat", json!({"interval": 0.5})).await;
+    assert_eq!(reply(&mut ws, 1).await["error"]["code"], -32602);
+    send(&mut ws, 2, "public/set_heartbeat", json!({"interval": 1})).await;
+    assert_eq!(reply(&mut ws, 2).await["result"], "ok");
+    // Answer two test_requests: the connection stays open.
+    for id in [3, 4] {
+        let hb = next(&mut ws).await.unwrap();
+        assert_eq!(hb, json!({"jsonrpc":"2.0","method":"heartbeat","params":{"type":"test_request"}}));
+        send(&mut ws, id, "public/test", json!({})).await;
+        assert!(reply(&mut ws, id).await["result"]["version"].is_string());
+    }
+    // Then stay silent: the next test_request, then a close within about one interval.
+    let t0 = Instant::now();
+    assert_eq!(next(&mut ws).await.unwrap()["params"]["type"], "test_request");
+    let closed = next(&mut ws).await.unwrap_err();
+    assert_eq!(closed, Some((CloseCode::Library(4000), "heartbeat close".to_owned())));
+    assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    assert_eq!(serve.totals().await.unwrap().heartbeat_closes, 1);
+    serve.shutdown().await;
+}
+
+#[tokio::test]
+async fn rest_on_the_same_port_answers_from_the_local_book_or_relays_upstream() {
+    let serve = ticktrade_serve::spawn(config()).await.unwrap();
+    // Not kept here yet: relayed to the simulator.
+    let (status, body) = http_get(&serve, "/api/v2/public/get_order_book?instrument_name=BTC-PERPETUAL&depth=3").await;
+    assert_eq!(status, 200, "{body}");
+    let relayed: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(relayed["result"]["instrument_name"], "BTC-PERPETUAL");
+    // Kept here once a client follows the book: the same chain as the notifications.
+    let (mut ws, _) = tokio_tungstenite::connect_async(serve.ws_url()).await.unwrap();
+    send(&mut ws, 1, "public/subscribe", json!({"channels":["book.BTC-PERPETUAL.raw"]})).await;
+    let snapshot = loop {
+        let v = next(&mut ws).await.unwrap();
+        if v["method"] == "subscription" {
+            break v;
+        }
+    };
+    assert_eq!(snapshot["params"]["data"]["type"], "snapshot");
+    let snap_id = snapshot["params"]["data"]["change_id"].as_u64().unwrap();
+    let (status, body) = http_get(&serve, "/api/v2/public/get_order_book?instrument_name=BTC-PERPETUAL&depth=3").await;
+    assert_eq!(status, 200, "{body}");
+    let local: Value = serde_json::from_str(&body).unwrap();
+    let local_id = local["result"]["change_id"].as_u64().unwrap();
+    // The server's own chain starts at 1 (upstream's ids are far larger).
+    assert!(local_id >= snap_id && local_id < snap_id + 1_000, "{local_id} vs {snap_id}");
+    assert!(local["result"]["bids"].as_array().unwrap().len() <= 3);
+    // Local methods and relayed ones.
+    let (_, body) = http_get(&serve, "/api/v2/public/get_time").await;
+    assert!(serde_json::from_str::<Value>(&body).unwrap()["result"].as_u64().unwrap() > 1_600_000_000_000);
+    let (status, body) = http_get(&serve, "/api/v2/public/get_instruments?currency=BTC&kind=future").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("BTC-PERPETUAL"), "{body}");
+    let (status, _) = http_get(&serve, "/api/v2/public/get_x%22y").await;
+    assert_eq!(status, 400);
+    serve.shutdown().await;
+}
+
+#[tokio::test]
+async fn upstream_subscriptions_follow_demand_and_clients_have_their_own_delays() {
+    let serve = ticktrade_serve::spawn(config()).await.unwrap();
+    let upstream = "book.BTC-PERPETUAL.100ms".to_owned();
+    assert!(serve.totals().await.unwrap().upstream_channels.is_empty());
+    let (mut ws, _) = tokio_tungstenite::connect_async(serve.ws_url()).await.unwrap();
+    send(&mut ws, 1, "public/subscribe", json!({"channels":["book.BTC-PERPETUAL.raw"]})).await;
+    reply(&mut ws, 1).await;
+    assert_eq!(serve.totals().await.unwrap().upstream_channels, vec![upstream.clone()]);
+    // Wait for a few changes, so this client has fan-out delays of its own.
+    let mut changes = 0;
+    while changes < 3 {
+        let v = next(&mut ws).await.unwrap();
+        changes += usize::from(v["params"]["data"]["type"] == "change");
+    }
+    let (_, metrics) = http_get(&serve, "/metrics").await;
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("ticktrade_serve_client_fanout_delay_seconds_count{client="))
+        .unwrap_or_else(|| panic!("{metrics}"));
+    assert!(line.rsplit(' ').next().unwrap().parse::<u64>().unwrap() >= 3, "{line}");
+    let totals = serve.totals().await.unwrap();
+    assert!(totals.clients.values().all(|c| c.fanout.count >= 3 && c.fanout.p50_ns > 0), "{totals:?}");
+
+    // The last client leaves: kept for the linger, then unsubscribed upstream.
+    send(&mut ws, 2, "public/unsubscribe_all", json!({})).await;
+    reply(&mut ws, 2).await;
+    assert_eq!(serve.totals().await.unwrap().upstream_channels, vec![upstream.clone()], "dropped before the linger");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !serve.totals().await.unwrap().upstream_channels.is_empty() {
+        assert!(Instant::now() < deadline, "upstream subscription never dropped");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Upstream really stopped sending: no frames arrive any more.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = serve.totals().await.unwrap().upstream_frames;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(serve.totals().await.unwrap().upstream_frames, before);
+    // New interest subscribes again.
+    send(&mut ws, 3, "public/subscribe", json!({"channels":["book.BTC-PERPETUAL.100ms"]})).await;
+    assert_eq!(reply(&mut ws, 3).await["result"], json!(["book.BTC-PERPETUAL.100ms"]));
+    assert_eq!(serve.totals().await.unwrap().upstream_channels, vec![upstream]);
+    let v = loop {
+        let v = next(&mut ws).await.unwrap();
+        if v["method"] == "subscription" {
+            break v;
+        }
+    };
+    assert_eq!(v["params"]["data"]["type"], "snapshot");
+    serve.shutdown().await;
+}
