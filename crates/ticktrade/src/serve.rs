@@ -13,6 +13,8 @@ use anyhow::Context as _;
 use ticktrade_serve::{ServeConfig, SlowPolicy, UpstreamSource};
 use ticktrade_sim::SimConfig;
 
+use crate::status::{banner, runtime};
+
 /// Fan one upstream Deribit market-data feed out to many local clients (Deribit's public API).
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -85,23 +87,15 @@ pub fn config(args: &Args) -> anyhow::Result<ServeConfig> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
-        .try_init();
     let config = config(&args)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
-    runtime.block_on(async move {
+    runtime()?.block_on(async move {
         let serve = ticktrade_serve::spawn(config).await.context("starting the server")?;
-        println!("ticktrade serve: market data from {} fanned out over Deribit's public API", args.upstream);
-        println!("  websocket  {}", serve.ws_url());
+        let mut rows = vec![("websocket", serve.ws_url())];
         if let Some(sim) = serve.sim() {
-            println!("  upstream   embedded simulator {} (REST {})", sim.ws_url(), sim.http_url());
+            rows.push(("upstream", format!("embedded simulator {} (REST {})", sim.ws_url(), sim.http_url())));
         }
-        println!("  Ctrl-C stops it.");
+        let headline = format!("ticktrade serve: market data from {} fanned out over Deribit's public API", args.upstream);
+        print!("{}", banner(&headline, &rows));
         let period = Duration::from_secs(args.stats_interval_s.max(1));
         let mut ticker = tokio::time::interval(period);
         ticker.tick().await;
