@@ -39,8 +39,11 @@ pub(crate) async fn serve(
             }
         };
     let state = AppState { hub, shared };
-    let app =
-        Router::new().route("/metrics", get(metrics)).route("/api/v2/public/{method}", get(rest)).with_state(state);
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .merge(crate::web::routes())
+        .route("/api/v2/public/{method}", get(rest))
+        .with_state(state);
     let stop = async move {
         let _ = shutdown.wait_for(|s| *s).await;
     };

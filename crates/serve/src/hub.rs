@@ -161,6 +161,8 @@ pub(crate) struct Hub {
     pub pending: HashMap<u64, Pending>,
     pub totals: Totals,
     pub ready: watch::Sender<bool>,
+    /// The server's shared counters (the fan-out histogram in the web view's stats).
+    pub shared: Option<Arc<crate::Shared>>,
     updates: Vec<LevelUpdate>,
     scratch: L2Book,
 }
@@ -215,6 +217,7 @@ impl Hub {
             pending: HashMap::new(),
             totals: Totals::default(),
             ready,
+            shared: None,
             updates: Vec::new(),
             scratch: L2Book::new(),
         }

@@ -21,6 +21,8 @@
 //! - `conn`: the listener, the `/ws/api/v2` upgrade and each client's socket: the hub writes
 //!   frames straight to it (one `write` per frame per client), a bounded queue takes the rest.
 //! - `wire`: RFC 6455 frames and handshake, server side.
+//! - `web`: the live web view at `GET /` (assets embedded in the binary) and the
+//!   `public/ticktrade_get_stats` method it polls over its WebSocket.
 
 mod client;
 mod conn;
@@ -30,6 +32,7 @@ mod hub;
 pub mod metrics;
 mod requests;
 mod upstream;
+mod web;
 mod wire;
 
 use std::net::SocketAddr;
@@ -228,7 +231,7 @@ pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
 
     let tasks = vec![
         tokio::spawn(upstream::run(url.clone(), up_rx, hub_tx.clone())),
-        tokio::spawn(hub::Hub::new(&config, up_tx, ready_tx).run(hub_rx)),
+        tokio::spawn(hub::Hub::new(&config, up_tx, ready_tx).with_shared(Arc::clone(&shared)).run(hub_rx)),
         tokio::spawn(client::serve(listener, config.clone(), hub_tx.clone(), Arc::clone(&shared), shutdown_rx)),
     ];
 

@@ -206,6 +206,10 @@ impl Hub {
                 encode_result(&mut out, id, r#""ok""#, stamps(us_in));
                 send(self, client, out);
             }
+            "public/ticktrade_get_stats" => {
+                encode_result(&mut out, id, &self.stats_result(client), stamps(us_in));
+                send(self, client, out);
+            }
             "public/get_order_book" if self.local_book_result(params).is_some() => {
                 let result = self.local_book_result(params).unwrap_or_default();
                 encode_result(&mut out, id, &result, stamps(us_in));

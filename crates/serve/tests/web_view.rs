@@ -1,0 +1,139 @@
+//! The web view's HTTP side and its stats method: `GET /` and every embedded asset answer 200
+//! with their content type (unknown paths 404), and `public/ticktrade_get_stats` over the
+//! page's WebSocket lists the caller and other clients and the fan-out histogram.
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use ticktrade_serve::{ServeConfig, ServeHandle, UpstreamSource};
+use ticktrade_sim::SimConfig;
+use tokio_tungstenite::tungstenite::Message;
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+fn config() -> ServeConfig {
+    ServeConfig {
+        upstream: UpstreamSource::Sim(Box::new(SimConfig { rate_per_s: 200, ..SimConfig::default() })),
+        ..ServeConfig::default()
+    }
+}
+
+/// Status, `Content-Type` and body of `GET path`.
+async fn get(serve: &ServeHandle, path: &str) -> (u16, String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(serve.addr()).await.unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    tcp.write_all(req.as_bytes()).await.unwrap();
+    let mut text = String::new();
+    tokio::time::timeout(Duration::from_secs(10), tcp.read_to_string(&mut text)).await.unwrap().unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let status = head[9..12].parse().unwrap();
+    let content_type = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        .map(|(_, v)| v.trim().to_owned())
+        .unwrap_or_default();
+    (status, content_type, body.to_owned())
+}
+
+async fn call(ws: &mut Ws, id: u64, method: &str, params: Value) -> Value {
+    let req = json!({"jsonrpc":"2.0","id":id,"method":method,"params":params});
+    ws.send(Message::text(req.to_string())).await.unwrap();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), ws.next()).await.unwrap() {
+            Some(Ok(Message::Text(t))) => {
+                let v: Value = serde_json::from_str(&t).unwrap();
+                if v["id"] == json!(id) {
+                    return v;
+                }
+            }
+            Some(Ok(_)) => {}
+            other => panic!("connection ended: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn page_and_assets_are_served_with_their_content_types() {
+    let serve = ticktrade_serve::spawn(config()).await.unwrap();
+    let (status, ct, page) = get(&serve, "/").await;
+    assert_eq!((status, ct.as_str()), (200, "text/html; charset=utf-8"));
+    assert!(page.contains("<title>ticktrade serve</title>"), "{page}");
+    // Everything the page loads is served by this binary: no other origin is referenced.
+    for asset in ["/assets/app.js", "/assets/app.css", "/favicon.svg"] {
+        assert!(page.contains(&format!("\"{asset}\"")), "the page does not load {asset}");
+    }
+    assert!(!page.contains("http://") && !page.contains("https://"), "the page loads something from elsewhere");
+    for (path, want, marker) in [
+        ("/assets/app.js", "text/javascript; charset=utf-8", "public/ticktrade_get_stats"),
+        ("/assets/app.css", "text/css; charset=utf-8", ".ladder"),
+        ("/favicon.svg", "image/svg+xml", "<svg"),
+        ("/favicon.ico", "image/svg+xml", "<svg"),
+    ] {
+        let (status, ct, body) = get(&serve, path).await;
+        assert_eq!((status, ct.as_str()), (200, want), "{path}");
+        assert!(body.contains(marker), "{path}: {body}");
+    }
+    assert_eq!(get(&serve, "/assets/nope.js").await.0, 404);
+    // The WebSocket path and the metrics are still what they were.
+    assert_eq!(get(&serve, "/metrics").await.0, 200);
+    serve.shutdown().await;
+}
+
+#[tokio::test]
+async fn stats_over_the_websocket_list_clients_and_the_fanout_histogram() {
+    let serve = ticktrade_serve::spawn(config()).await.unwrap();
+    let (mut page, _) = tokio_tungstenite::connect_async(serve.ws_url()).await.unwrap();
+    let (mut other, _) = tokio_tungstenite::connect_async(serve.ws_url()).await.unwrap();
+    let sub = call(&mut other, 1, "public/subscribe", json!({"channels": ["book.BTC-PERPETUAL.100ms"]})).await;
+    assert_eq!(sub["result"], json!(["book.BTC-PERPETUAL.100ms"]));
+    // Read the other client's frames so fan-out delays get recorded.
+    let reader = tokio::spawn(async move {
+        let mut n = 0u64;
+        while let Some(Ok(_)) = other.next().await {
+            n += 1;
+        }
+        n
+    });
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut id = 1;
+    let stats = loop {
+        id += 1;
+        let v = call(&mut page, id, "public/ticktrade_get_stats", json!({})).await;
+        let r = v["result"].clone();
+        assert!(r.is_object(), "{v}");
+        let others_messages =
+            r["clients"].as_array().unwrap().iter().skip(1).map(|c| c["messages"].as_u64().unwrap()).sum::<u64>();
+        if r["fanout"]["count"].as_u64().unwrap() > 0 && others_messages > 2 {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "no fan-out recorded: {r}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let clients = stats["clients"].as_array().unwrap();
+    assert_eq!(clients.len(), 2, "{stats}");
+    assert_eq!(stats["clients_total"], 2);
+    assert_eq!(clients[0]["id"], stats["client"], "the caller is listed first: {stats}");
+    assert_eq!(clients[1]["subscriptions"], 1);
+    assert!(clients[1]["delay_count"].as_u64().unwrap() > 0 && clients[1]["delay_p99_ns"].as_u64().unwrap() > 0);
+    for key in ["messages", "bytes", "drops", "conflations", "queued", "delay_p50_ns", "delay_p999_ns", "delay_max_ns"]
+    {
+        assert!(clients[1][key].is_u64(), "{key}: {stats}");
+    }
+    assert!(stats["totals"]["messages"].as_u64().unwrap() >= clients[1]["messages"].as_u64().unwrap());
+    assert!(stats["totals"]["upstream_channels"].as_u64().unwrap() >= 1);
+    let fanout = &stats["fanout"];
+    let (p50, p99, max) =
+        (fanout["p50_ns"].as_u64().unwrap(), fanout["p99_ns"].as_u64().unwrap(), fanout["max_ns"].as_u64().unwrap());
+    assert!(0 < p50 && p50 <= p99 && p99 <= max, "{fanout}");
+    let buckets: Vec<(u64, u64, u64)> = serde_json::from_value(fanout["buckets"].clone()).unwrap();
+    assert_eq!(buckets.iter().map(|b| b.2).sum::<u64>(), fanout["count"].as_u64().unwrap(), "{fanout}");
+    assert!(buckets.windows(2).all(|w| w[0].1 == w[1].0), "buckets are contiguous: {fanout}");
+    assert!(buckets[0].0 <= p50 && p50 < buckets[buckets.len() - 1].1, "{fanout}");
+    drop(page);
+    serve.shutdown().await;
+    let _ = reader.await;
+}
