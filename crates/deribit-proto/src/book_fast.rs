@@ -30,6 +30,14 @@ pub struct FastBookDecoder {
     /// False when the tick rule has steps: validity then depends on the price, so every frame
     /// takes the general path.
     enabled: bool,
+    /// `{"jsonrpc":"2.0","method":"subscription","params":{"channel":"book.NAME.raw","data":{"type":"`
+    /// (empty when the name would need escaping: the fixed layout is then never tried).
+    fixed_head: Vec<u8>,
+    /// `,"instrument_name":"NAME","change_id":`
+    fixed_instrument: Vec<u8>,
+    /// Where the channel name and the instrument name sit in `fixed_head`/`fixed_instrument`.
+    channel_at: (usize, usize),
+    instrument_at: (usize, usize),
 }
 
 /// Converts decimal text to integer units of `mantissa / 10^scale`.
@@ -46,11 +54,46 @@ impl FastBookDecoder {
         let price = units(spec.tick());
         let qty = units(spec.qty_unit);
         let enabled = spec.tick_rule.steps().next().is_none() && price.mantissa > 0 && qty.mantissa > 0;
-        FastBookDecoder { spec: spec.clone(), price, qty, enabled }
+        let plain = spec.name.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
+        let (mut fixed_head, mut fixed_instrument) = (Vec::new(), Vec::new());
+        let (mut channel_at, mut instrument_at) = ((0, 0), (0, 0));
+        if plain {
+            fixed_head.extend_from_slice(br#"{"jsonrpc":"2.0","method":"subscription","params":{"channel":""#);
+            let start = fixed_head.len();
+            fixed_head.extend_from_slice(b"book.");
+            fixed_head.extend_from_slice(spec.name.as_bytes());
+            fixed_head.extend_from_slice(b".raw");
+            channel_at = (start, fixed_head.len());
+            fixed_head.extend_from_slice(br#"","data":{"type":""#);
+            fixed_instrument.extend_from_slice(br#","instrument_name":""#);
+            let start = fixed_instrument.len();
+            fixed_instrument.extend_from_slice(spec.name.as_bytes());
+            instrument_at = (start, fixed_instrument.len());
+            fixed_instrument.extend_from_slice(br#"","change_id":"#);
+        }
+        FastBookDecoder {
+            spec: spec.clone(),
+            price,
+            qty,
+            enabled,
+            fixed_head,
+            fixed_instrument,
+            channel_at,
+            instrument_at,
+        }
     }
 
     pub fn spec(&self) -> &InstrumentSpec {
         &self.spec
+    }
+
+    /// Loads one byte of every cache line the fixed-layout path reads besides the frame (its
+    /// constant runs and the powers-of-ten table) and returns their XOR. Called when a frame
+    /// has just arrived, so that cache misses after an idle wait overlap instead of being
+    /// taken one by one as the scan reaches each line.
+    #[inline]
+    pub fn touch(&self) -> u8 {
+        touch_lines(&self.fixed_head) ^ touch_lines(&self.fixed_instrument) ^ (POW10[19] as u8)
     }
 
     /// Decodes a whole notification frame, like `decode_book_units(frame, spec, out)`.
@@ -58,11 +101,59 @@ impl FastBookDecoder {
     pub fn decode<'a>(&self, frame: &'a [u8], out: &mut Vec<LevelUpdate>) -> Result<BookHeader<'a>, DecodeError> {
         if self.enabled {
             out.clear();
+            if let Some(header) = self.fixed(frame, out) {
+                return Ok(header);
+            }
+            out.clear();
             if let Some(header) = self.fast(frame, out) {
                 return Ok(header);
             }
         }
         decode_book_units(frame, &self.spec, out)
+    }
+
+    /// The layout ticktrade's simulator (and its book encoder) writes, for this decoder's own
+    /// instrument on its `raw` channel: `type`, `timestamp`, `prev_change_id` (changes only),
+    /// `instrument_name`, `change_id`, `bids`, `asks`. One prefix comparison per constant run
+    /// instead of a key search; anything else returns `None` and goes to [`Self::fast`].
+    #[inline]
+    fn fixed<'a>(&self, frame: &'a [u8], out: &mut Vec<LevelUpdate>) -> Option<BookHeader<'a>> {
+        if self.fixed_head.is_empty() {
+            return None;
+        }
+        let mut c = Cursor { buf: frame, pos: 0 };
+        c.lit(&self.fixed_head)?;
+        let kind = if c.eat(br#"change","timestamp":"#) {
+            BookKind::Change
+        } else if c.eat(br#"snapshot","timestamp":"#) {
+            BookKind::Snapshot
+        } else {
+            return None;
+        };
+        let timestamp_ms = c.u64()?;
+        let prev_change_id = match kind {
+            BookKind::Change => {
+                c.lit(br#","prev_change_id":"#)?;
+                Some(c.u64()?)
+            }
+            _ => None,
+        };
+        let instrument_start = c.pos + self.instrument_at.0;
+        c.lit(&self.fixed_instrument)?;
+        let change_id = c.u64()?;
+        c.lit(br#","bids":["#)?;
+        self.entries(&mut c, Side::Buy, out)?;
+        c.lit(br#","asks":["#)?;
+        self.entries(&mut c, Side::Sell, out)?;
+        c.lit(b"}}}")?;
+        if c.pos != frame.len() {
+            return None;
+        }
+        // Both names were compared byte for byte with the spec's (valid UTF-8) name.
+        let channel = std::str::from_utf8(frame.get(self.channel_at.0..self.channel_at.1)?).ok()?;
+        let instrument_len = self.instrument_at.1 - self.instrument_at.0;
+        let instrument = std::str::from_utf8(frame.get(instrument_start..instrument_start + instrument_len)?).ok()?;
+        Some(BookHeader { channel, instrument, kind, change_id, prev_change_id, timestamp_ms })
     }
 
     #[inline]
@@ -209,16 +300,27 @@ impl<'a> Cursor<'a> {
         Some((value, n))
     }
 
-    /// 1 to 19 digits (any leading zeros): the count first, then the value without overflow
-    /// checks (19 digits always fit a `u64`), which keeps the multiply chain short.
+    /// 1 to 19 digits (any leading zeros), eight at a time (SWAR): each step loads eight bytes,
+    /// counts the leading digits with a few word operations and converts them with three
+    /// multiplies. `None` for no digit or more than 19 (then the general decoder decides).
     #[inline(always)]
     fn run_of_digits(&mut self) -> Option<(u64, usize)> {
-        let rest = self.buf.get(self.pos..)?;
-        let n = rest.iter().take(20).take_while(|b| b.is_ascii_digit()).count();
+        let mut value = 0u64;
+        let mut n = 0usize;
+        loop {
+            let word = load8(self.buf, self.pos + n);
+            let k = leading_digits(word);
+            if k > 0 {
+                value = value.wrapping_mul(POW10[k]).wrapping_add(parse_digits(word, k));
+                n += k;
+            }
+            if k < 8 || n > 19 {
+                break;
+            }
+        }
         if n == 0 || n > 19 {
             return None;
         }
-        let value = rest[..n].iter().fold(0u64, |v, &b| v * 10 + u64::from(b - b'0'));
         self.pos += n;
         Some((value, n))
     }
@@ -269,6 +371,58 @@ impl<'a> Cursor<'a> {
     fn frac_digits(&mut self) -> Option<(u64, usize)> {
         self.run_of_digits()
     }
+}
+
+/// The XOR of the first byte of each 64-byte line of `bytes` (a cheap way to start loading
+/// them all; the caller passes the result to `std::hint::black_box`).
+#[inline]
+pub fn touch_lines(bytes: &[u8]) -> u8 {
+    bytes.iter().step_by(64).fold(0, |x, &b| x ^ b)
+}
+
+/// Eight bytes from `buf[at..]` as a little-endian word (the first byte lowest); past the end
+/// the missing bytes read as 0, which is not a digit.
+#[inline(always)]
+fn load8(buf: &[u8], at: usize) -> u64 {
+    match buf.get(at..at + 8) {
+        Some(bytes) => {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(bytes);
+            u64::from_le_bytes(word)
+        }
+        None => load8_tail(buf, at),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn load8_tail(buf: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    let rest = buf.get(at..).unwrap_or(&[]);
+    word[..rest.len()].copy_from_slice(rest);
+    u64::from_le_bytes(word)
+}
+
+/// How many of the word's bytes, from the first, are ASCII digits (0–8). A byte `b` is a digit
+/// when `b ^ 0x30` is at most 9: its high nibble is then 0 and adding 6 does not carry into it.
+/// Carries from a non-digit byte only reach later bytes, so the first non-digit is exact.
+#[inline(always)]
+fn leading_digits(word: u64) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let t = word ^ (ONES * 0x30);
+    let flags = (t | t.wrapping_add(ONES * 6)) & (ONES * 0xF0);
+    (flags.trailing_zeros() / 8) as usize
+}
+
+/// The value of the first `k` (1–8) bytes of `word`, all ASCII digits: shifted to the top so
+/// that the missing leading digits are zeros, then combined pairwise (2, 4, 8 digits) with
+/// three multiplies.
+#[inline(always)]
+fn parse_digits(word: u64, k: usize) -> u64 {
+    let v = (word & 0x0F0F_0F0F_0F0F_0F0F) << (8 * (8 - k));
+    let v = (v.wrapping_mul(10).wrapping_add(v >> 8)) & 0x00FF_00FF_00FF_00FF;
+    let v = (v.wrapping_mul(100).wrapping_add(v >> 16)) & 0x0000_FFFF_0000_FFFF;
+    v.wrapping_mul(10_000).wrapping_add(v >> 32) & 0xFFFF_FFFF
 }
 
 /// `n / d` if `d` divides `n`. The usual tick and amount mantissas are constants here, so

@@ -83,7 +83,53 @@ fn level_strategy() -> impl Strategy<Value = LevelUpdate> {
     })
 }
 
+/// The obvious digit run: what the SWAR helpers must agree with.
+fn naive_digits(bytes: &[u8]) -> (usize, u64) {
+    let n = bytes.iter().take(8).take_while(|b| b.is_ascii_digit()).count();
+    (n, bytes[..n].iter().fold(0u64, |v, &b| v * 10 + u64::from(b - b'0')))
+}
+
+#[test]
+fn fixed_layout_is_only_for_the_own_instrument_and_raw_channel() {
+    let spec = spec("0.5", "10");
+    let frame = br#"{"jsonrpc":"2.0","method":"subscription","params":{"channel":"book.BTC-PERPETUAL.raw","data":{"type":"change","timestamp":1626993724318,"prev_change_id":33195894164,"instrument_name":"BTC-PERPETUAL","change_id":33195894355,"bids":[["new",64250.5,1200.0],["delete",64250,0]],"asks":[["change",64251.0,30]]}}}"#;
+    let decoder = FastBookDecoder::new(&spec);
+    let mut out = Vec::new();
+    let header = decoder.fixed(frame, &mut out).expect("fixed layout");
+    assert_eq!((header.channel, header.instrument), ("book.BTC-PERPETUAL.raw", "BTC-PERPETUAL"));
+    assert_eq!((header.prev_change_id, header.timestamp_ms), (Some(33_195_894_164), 1_626_993_724_318));
+    let text = std::str::from_utf8(frame).unwrap();
+    for other in [
+        text.replace("book.BTC-PERPETUAL.raw", "book.BTC-PERPETUAL.100ms"),
+        text.replace(r#""instrument_name":"BTC-PERPETUAL""#, r#""instrument_name":"ETH-PERPETUAL""#),
+    ] {
+        assert!(decoder.fixed(other.as_bytes(), &mut out).is_none(), "{other}");
+        let _ = check(&spec, other.as_bytes());
+    }
+}
+
 proptest! {
+    #[test]
+    fn swar_digits_match_the_naive_scan(bytes in prop::collection::vec(prop::sample::select(b"0123456789/:.,]a\0".to_vec()), 8)) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&bytes);
+        let word = u64::from_le_bytes(word);
+        let (n, value) = naive_digits(&bytes);
+        prop_assert_eq!(leading_digits(word), n);
+        if n > 0 {
+            prop_assert_eq!(parse_digits(word, n), value);
+        }
+    }
+
+    #[test]
+    fn swar_runs_match_the_naive_scan(text in "[0-9]{0,24}[,\\]}x]?") {
+        let mut c = Cursor { buf: text.as_bytes(), pos: 0 };
+        let n = text.bytes().take(20).take_while(u8::is_ascii_digit).count();
+        let want = (n > 0 && n <= 19).then(|| (text[..n].parse::<u64>().unwrap(), n));
+        prop_assert_eq!(c.run_of_digits(), want);
+        prop_assert_eq!(c.pos, want.map_or(0, |(_, n)| n));
+    }
+
     #[test]
     fn encoded_frames_round_trip_like_the_general_decoder(
         levels in prop::collection::vec(level_strategy(), 0..20),
@@ -104,6 +150,9 @@ proptest! {
         encode_book_units(&mut frame, &header, &spec, &levels);
         let mut out = Vec::new();
         prop_assert!(FastBookDecoder::new(&spec).fast(&frame, &mut out).is_some());
+        let mut fixed = Vec::new();
+        prop_assert!(FastBookDecoder::new(&spec).fixed(&frame, &mut fixed).is_some(), "fixed layout refused");
+        prop_assert_eq!(&fixed, &out);
         let (decoded, _) = check(&spec, &frame).unwrap();
         prop_assert_eq!(decoded, header);
     }

@@ -112,6 +112,13 @@ impl OrderEncoder {
         }
     }
 
+    /// Starts loading the encoder's constant runs (see `FastBookDecoder::touch`); returns a
+    /// value for `std::hint::black_box`.
+    #[inline]
+    pub fn touch(&self) -> u8 {
+        crate::book_fast::touch_lines(&self.buy_prefix) ^ crate::book_fast::touch_lines(&self.sell_prefix)
+    }
+
     /// Appends `{"jsonrpc":"2.0","id":ID,"method":"private/buy","params":{"instrument_name":…,
     /// "amount":…,"type":"limit","price":…,"label":"tt.…"[,"post_only":true]}}` to `out`.
     #[inline]

@@ -113,7 +113,8 @@ fn hot_loop_allocates_nothing_on_a_loopback_socket() {
     let (stamps_tx, stamps_rx) = spsc_ring(1 << 16);
     let (floor_tx, floor_rx) = spsc_ring(1 << 10);
     let recorder = spawn_recorder(stamps_rx, Some(floor_rx)).unwrap();
-    let config = HotConfig { floor_probe: true, ..HotConfig::default() };
+    // `prewarm` re-runs decode and encode on scratch buffers after each write: counted too.
+    let config = HotConfig { floor_probe: true, prewarm: true, ..HotConfig::default() };
     let mut hot = HotLoop::new(stream, reader, pipeline, clock, stamps_tx, Some(floor_tx), config);
 
     let (result, count) = ALLOC.measure(|| hot.run());

@@ -43,6 +43,9 @@ pub struct HotConfig {
     /// Return `Exit::Stopped` once the pipeline has written this many orders in all (counting
     /// any warm-up pass), e.g. for tests and bounded runs.
     pub stop_after_orders: Option<u64>,
+    /// After each book frame's write, run the decoder and encoder once more over scratch
+    /// buffers before blocking in `read` (`Pipeline::prewarm`), to start the next frame warm.
+    pub prewarm: bool,
 }
 
 /// Why the loop stopped.
@@ -203,6 +206,9 @@ impl<S: Strategy> HotLoop<S> {
             // After t5: convert and record, outside the timed path.
             if raw.t[1] != 0 {
                 self.stamps_tx.push(to_stamps(&self.clock, &raw));
+            }
+            if self.config.prewarm && matches!(outcome, Outcome::Order | Outcome::NoOrder) {
+                self.pipeline.prewarm(message.payload);
             }
             since_anchor += 1;
             if since_anchor >= REANCHOR_FRAMES {

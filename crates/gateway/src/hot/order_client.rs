@@ -77,6 +77,9 @@ impl OrderClient {
     #[inline]
     pub fn send(&mut self, order: &LimitOrder) -> Result<SendStamps, OrderClientError> {
         let called = self.clock.raw();
+        // Start loading the encoder's constants and the frame buffer together (see
+        // `Pipeline::set_touch_ahead`): after an idle wait they are usually out of cache.
+        std::hint::black_box(self.encoder.touch() ^ self.writer.touch());
         let id = self.next_id;
         self.next_id += 1;
         self.encoder.encode(self.writer.begin(), id, order);

@@ -16,6 +16,7 @@
 //! other end would only add its own work to the exchange-side view, not to tick-to-trade.
 
 mod baseline;
+mod in_memory;
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -56,6 +57,21 @@ pub struct Args {
     /// slower on a shared 2-vCPU VM, see docs/PERFORMANCE.md).
     #[arg(long)]
     pub busy_poll: bool,
+    /// After each order, run the decoder and encoder once more on scratch buffers before
+    /// blocking in read, so the next tick starts with warm caches (see docs/PERFORMANCE.md).
+    #[arg(long)]
+    pub prewarm: bool,
+    /// Do not touch the frame's working set when it arrives (`Pipeline::set_touch_ahead`), to
+    /// measure what touching it saves.
+    #[arg(long)]
+    pub no_touch_ahead: bool,
+    /// Also run the compute (t0 → t4) over the same frames from memory, warm (`mem_*`) and
+    /// after evicting the caches before each frame (`mem_cold_*`).
+    #[arg(long)]
+    pub in_memory: bool,
+    /// KiB written between two frames in the cold in-memory pass.
+    #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub evict_kb: u64,
     /// Pin the hot thread to this core index.
     #[arg(long)]
     pub pin_core: Option<usize>,
@@ -91,15 +107,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(baseline::run(&spec, &feed, &clock, gap, args.spin_gap, args.every)?)
     };
 
-    let series = build_series(&hot, base.as_ref());
+    let mut series = build_series(&hot, base.as_ref());
+    if args.in_memory {
+        let evict_kb = usize::try_from(args.evict_kb).context("--evict-kb")?;
+        series.extend(in_memory::run(&spec, &feed, &clock, args.every, evict_kb, !args.no_touch_ahead));
+    }
     let mean_frame = feed.changes.iter().map(Vec::len).sum::<usize>() / feed.changes.len().max(1);
     let mut notes = format!(
         "ticktrade bench tick-to-trade: {ticks} ticks of {per} levels (mean {mean_frame} B) on 127.0.0.1, \
-         gap {}µs ({}), every {} tick(s); hot loop: {} reads{}{}\n",
+         gap {}µs ({}), every {} tick(s); hot loop: {} reads{}{}{}\n",
         args.gap_us,
         if args.spin_gap { "spin" } else { "sleep" },
         args.every,
         if args.busy_poll { "busy-poll" } else { "blocking" },
+        match (args.prewarm, args.no_touch_ahead) {
+            (false, false) => "",
+            (true, false) => ", prewarm",
+            (false, true) => ", no touch-ahead",
+            (true, true) => ", prewarm, no touch-ahead",
+        },
         match (args.pin_core, loop_report.pinned) {
             (Some(core), true) => format!(", pinned to core {core}"),
             (Some(core), false) => format!(", pinning to core {core} FAILED"),
@@ -134,6 +160,7 @@ fn run_hot(
 ) -> anyhow::Result<(SideResult, LoopReport)> {
     let spec = btc_perpetual().map_err(|e| anyhow!("spec: {e}"))?;
     let mut pipeline = Pipeline::new(&spec, QuoteOnTick::new(Qty::from_raw(1), args.every), feed.snapshot_levels);
+    pipeline.set_touch_ahead(!args.no_touch_ahead);
     // Warm-up pass (not reported): sizes the book and buffers, as a trader would before a session.
     let warm_orders = warm_up(&mut pipeline, feed, clock);
     let config = ExchangeConfig { gap, floor_every: args.floor_every, ticks: feed.changes.len(), spin: args.spin_gap };
@@ -142,8 +169,13 @@ fn run_hot(
     let (stamps_tx, stamps_rx) = spsc_ring(1 << 16);
     let (floor_tx, floor_rx) = spsc_ring(1 << 14);
     let recorder = spawn_recorder(stamps_rx, Some(floor_rx))?;
-    let hot_config =
-        HotConfig { busy_poll: args.busy_poll, pin_core: args.pin_core, floor_probe: true, stop_after_orders: None };
+    let hot_config = HotConfig {
+        busy_poll: args.busy_poll,
+        pin_core: args.pin_core,
+        floor_probe: true,
+        stop_after_orders: None,
+        prewarm: args.prewarm,
+    };
     let mut hot = HotLoop::new(stream, reader, pipeline, clock.clone(), stamps_tx, Some(floor_tx), hot_config);
     let (mut report, _exit) = hot.run()?;
     report.pipeline.orders -= warm_orders;
