@@ -90,7 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = config(&args)?;
     runtime()?.block_on(async move {
         let serve = ticktrade_serve::spawn(config).await.context("starting the server")?;
-        let mut rows = vec![("websocket", serve.ws_url())];
+        let mut rows = vec![("websocket", serve.ws_url()), ("web view", format!("http://{}/", serve.addr()))];
         if let Some(sim) = serve.sim() {
             rows.push(("upstream", format!("embedded simulator {} (REST {})", sim.ws_url(), sim.http_url())));
         }
