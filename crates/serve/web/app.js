@@ -260,9 +260,11 @@
     px.textContent = price || '';
     bsz.textContent = side === 'b' && amount ? amount : '';
     asz.textContent = side === 'a' && amount ? amount : '';
-    const w = amount && max > 0 ? (Number(amount) / max) * 31 : 0;
-    barB.style.width = side === 'b' ? `${w}%` : '0';
-    barA.style.width = side === 'a' ? `${w}%` : '0';
+    // a bar under the size, as wide as the size column at the largest size shown
+    const frac = amount && max > 0 ? Number(amount) / max / 3.15 : 0;
+    const w = `calc((100% - 16px) * ${frac.toFixed(4)})`;
+    barB.style.width = side === 'b' ? w : '0';
+    barA.style.width = side === 'a' ? w : '0';
     row.classList.toggle('best-bid', best && side === 'b');
     row.classList.toggle('best-ask', best && side === 'a');
   }
@@ -554,7 +556,7 @@
     }
     g.strokeStyle = '#2a3542';
     g.beginPath(); g.moveTo(L + 0.5, T); g.lineTo(L + 0.5, T + ph + 0.5); g.lineTo(L + pw, T + ph + 0.5); g.stroke();
-    axisText(g, 'fan-out delay (log scale)', L + pw, h - 2, 'right', 'bottom');
+    axisText(g, 'delay, upstream frame in \u2192 client frame written (log scale)', L + pw, h - 2, 'right', 'bottom');
     g.save();
     g.translate(12, T + ph / 2);
     g.rotate(-Math.PI / 2);
@@ -578,7 +580,8 @@
       g.setLineDash([]);
       row = x - lastX < 90 ? row + 1 : 0;
       lastX = x;
-      axisText(g, `${name} ${fmtNs(v)}`, x + 3, T - 12 + row * 12, 'left', 'middle', col);
+      const right = x > L + pw - 90; // near the right edge: label on the line's left
+      axisText(g, `${name} ${fmtNs(v)}`, right ? x - 3 : x + 3, T - 12 + row * 12, right ? 'right' : 'left', 'middle', col);
     }
   }
 
