@@ -69,6 +69,20 @@ fn dense_price() -> impl Strategy<Value = i64> {
     ]
 }
 
+/// Prices that straddle a power of ten (where every significant-figure width changes) at
+/// several magnitudes, and clusters separated by huge empty stretches of the dense window
+/// (the cursor crosses thousands of empty words; coarse buckets span the gaps).
+fn boundary_or_gappy_price() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        2 => 990i64..1_012,
+        2 => 9_980i64..10_025,
+        2 => 99_950i64..100_070,
+        2 => 999_900i64..1_000_200,
+        1 => 1_000_000i64..1_040_000,
+        1 => (0i64..8).prop_map(|k| 600_000 + k * 39_531),
+    ]
+}
+
 /// Distinct prices with sizes and order counts, best first for `side`.
 fn side_levels(side: Side) -> impl Strategy<Value = Vec<AggLevel>> {
     levels_from(price(), side)
@@ -137,6 +151,58 @@ proptest! {
             let ones: Vec<AggLevel> = levels.iter().map(|l| AggLevel { n: 1, ..*l }).collect();
             for precision in HlPrecision::ALL {
                 prop_assert_eq!(buf.get(side, precision), &naive_hl(&ones, side, precision, n)[..], "{:?} {:?}", side, precision);
+            }
+        }
+    }
+
+    /// Levels straddling powers of ten and clustered with huge gaps, in one dense window
+    /// (the cursor path), with `n` around the depths where variants complete one by one, so
+    /// the entry walk moves down the chain at different points.
+    #[test]
+    fn boundary_and_gappy_books_match_naive(bids in levels_from(boundary_or_gappy_price(), Side::Buy), asks in levels_from(boundary_or_gappy_price(), Side::Sell), n in 0usize..30) {
+        let mut book = L2Book::new();
+        for (side, levels) in [(Side::Buy, &bids), (Side::Sell, &asks)] {
+            for l in levels.iter() {
+                book.set_level(side, l.price, l.qty);
+            }
+        }
+        let mut buf = AggregateBuf::new(Decimal::ONE, n).unwrap();
+        let mut from_levels = AggregateBuf::new(Decimal::ONE, n).unwrap();
+        buf.aggregate_book(&book);
+        for (side, levels) in [(Side::Buy, &bids), (Side::Sell, &asks)] {
+            from_levels.aggregate_side(side, levels.iter().copied());
+            let ones: Vec<AggLevel> = levels.iter().map(|l| AggLevel { n: 1, ..*l }).collect();
+            for precision in HlPrecision::ALL {
+                prop_assert_eq!(buf.get(side, precision), &naive_hl(&ones, side, precision, n)[..], "book {:?} {:?}", side, precision);
+                prop_assert_eq!(from_levels.get(side, precision), &naive_hl(levels, side, precision, n)[..], "levels {:?} {:?}", side, precision);
+            }
+        }
+    }
+
+    /// The same book aggregated again after deletes and re-inserts: the reused buffers and
+    /// the cursor see only the current levels.
+    #[test]
+    fn reaggregation_after_changes_matches_naive(bids in levels_from(dense_price(), Side::Buy), asks in levels_from(dense_price(), Side::Sell), keep_every in 2usize..5) {
+        let mut book = L2Book::new();
+        for (side, levels) in [(Side::Buy, &bids), (Side::Sell, &asks)] {
+            for l in levels.iter() {
+                book.set_level(side, l.price, l.qty);
+            }
+        }
+        let mut buf = AggregateBuf::new(Decimal::ONE, 20).unwrap();
+        buf.aggregate_book(&book);
+        for (side, levels) in [(Side::Buy, &bids), (Side::Sell, &asks)] {
+            for (i, l) in levels.iter().enumerate() {
+                if i % keep_every != 0 {
+                    book.set_level(side, l.price, Qty::from_raw(0));
+                }
+            }
+        }
+        buf.aggregate_book(&book);
+        for (side, levels) in [(Side::Buy, &bids), (Side::Sell, &asks)] {
+            let kept: Vec<AggLevel> = levels.iter().step_by(keep_every).map(|l| AggLevel { n: 1, ..*l }).collect();
+            for precision in HlPrecision::ALL {
+                prop_assert_eq!(buf.get(side, precision), &naive_hl(&kept, side, precision, 20)[..], "{:?} {:?}", side, precision);
             }
         }
     }
