@@ -57,13 +57,33 @@ wait_for 'ticktrade> clear-screen-marker$' "history recall (Up)"
 t send-keys -t "$SESSION" C-u 'status' Enter
 wait_for 'authenticated +true' "status"
 
-# 4. watch: a live ladder redrawn in place, left with any key.
+# 4. Notifications of subscribed channels print between prompts; the line being typed
+#    survives them (rustyline's external printer repaints it) and still runs.
+t send-keys -t "$SESSION" 'sub book:BTC-PERPETUAL ticker:BTC-PERPETUAL trades:BTC-PERPETUAL' Enter
+wait_for '^subscribed book:BTC-PERPETUAL' "sub"
+t send-keys -t "$SESSION" 'buy BTC-PERPETUAL 10 mar'
+wait_for 'ticktrade> buy BTC-PERPETUAL 10 mar$' "typed text"
+before=$(pane | grep -Ec '^\[(book|ticker|trade)\] BTC-PERPETUAL' || true)
+for _ in $(seq 1 150); do
+    now=$(pane | grep -Ec '^\[(book|ticker|trade)\] BTC-PERPETUAL' || true)
+    [ "$now" -gt "$before" ] && break
+    sleep 0.1
+done
+[ "$now" -gt "$before" ] || fail "no notification while typing"
+last=$(pane | grep -v '^$' | tail -1)
+[ "$last" = 'ticktrade> buy BTC-PERPETUAL 10 mar' ] || fail "typed line not repainted below the notification (last line: $last)"
+t send-keys -t "$SESSION" 'ket' Enter
+wait_for 'buy 10 @ market → order .* filled' "the typed order ran intact"
+t send-keys -t "$SESSION" 'unsub' Enter
+wait_for '^unsubscribed ' "unsub"
+
+# 5. watch: a live ladder redrawn in place, left with any key.
 t send-keys -t "$SESSION" 'watch BTC-PERPETUAL' Enter
 wait_for 'press any key to stop' "watch screen"
-wait_for 'change_id [0-9]+' "watch ladder"
-first=$(pane | grep -Eo 'change_id [0-9]+' | head -1)
+wait_for '^change_id [0-9]+' "watch ladder"
+first=$(pane | grep -Eo '^change_id [0-9]+' | tail -1)
 for _ in $(seq 1 100); do
-    now=$(pane | grep -Eo 'change_id [0-9]+' | head -1)
+    now=$(pane | grep -Eo '^change_id [0-9]+' | tail -1)
     [ "$now" != "$first" ] && break
     sleep 0.1
 done
@@ -76,7 +96,7 @@ t send-keys -t "$SESSION" 'quit' Enter
 wait_for 'EXITED:0' "clean exit"
 t kill-session -t "$SESSION"
 
-# 5. History across sessions: a new session recalls the previous one's last command.
+# 6. History across sessions: a new session recalls the previous one's last command.
 grep -q '^quit$' "$TICKTRADE_HISTORY" || fail "history file not written"
 start "$@"
 t send-keys -t "$SESSION" Up

@@ -8,6 +8,7 @@
 //!
 //! # Layout
 //! - `venue`: the `Venue` trait, typed parameters and events (no JSON crosses it).
+//! - `venues`: opening a venue by endpoint name or URL (front ends never name a venue's types).
 //! - `oms`: `OrderTracker`, order/fill/position state merged from any-order reports.
 //! - `deribit`: the Deribit WebSocket JSON-RPC client implementing `Venue`.
 //! - `shell`: the trading shell's commands, output and terminal front end (generic over `Venue`).
@@ -18,3 +19,4 @@ pub mod hot;
 pub mod oms;
 pub mod shell;
 pub mod venue;
+pub mod venues;

@@ -16,7 +16,23 @@ use std::fmt;
 use std::future::Future;
 
 use ticktrade_core::{Decimal, InstrumentSpec, Side};
+/// The workspace's secret newtype (`Debug`/`Display` print `***`); it lives with the signing
+/// code in deribit-proto but is not Deribit-specific.
+pub use ticktrade_deribit_proto::signature::Secret;
 use tokio::sync::broadcast;
+
+/// An API key. `Debug` never shows the secret.
+#[derive(Clone)]
+pub struct Credentials {
+    pub client_id: String,
+    pub client_secret: Secret,
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials").field("client_id", &self.client_id).field("client_secret", &"***").finish()
+    }
+}
 
 /// Why a venue call failed, split by what the caller should do.
 #[derive(Debug, Clone, thiserror::Error)]

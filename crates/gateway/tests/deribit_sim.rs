@@ -309,3 +309,79 @@ async fn expired_token_mid_session_reauthenticates_and_retries() {
     assert!(venue.info().authenticated);
     sim.shutdown().await;
 }
+
+fn resting_request(price: Decimal, label: &str) -> OrderRequest {
+    OrderRequest {
+        instrument: INSTRUMENT.into(),
+        side: Side::Buy,
+        amount: Decimal::from_int(10),
+        price: Some(price),
+        time_in_force: TimeInForce::Gtc,
+        post_only: true,
+        reduce_only: false,
+        label: Some(label.to_owned()),
+        trigger: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_disconnect_mid_session_loses_and_duplicates_no_order() {
+    let sim = sim().await;
+    let mut cfg = config(&sim);
+    cfg.cancel_on_disconnect = false; // orders must survive the drop
+    cfg.backoff_base = Duration::from_secs(2); // a 1–2 s gap in which the account changes
+    cfg.backoff_max = Duration::from_secs(2);
+    let venue = Deribit::new(cfg.clone());
+    venue.connect().await.unwrap();
+    let mut auditor_cfg = config(&sim);
+    auditor_cfg.cancel_on_disconnect = false;
+    let auditor = Deribit::new(auditor_cfg);
+    auditor.connect().await.unwrap();
+    let mut events = venue.events();
+    venue.subscribe(&[Subscription::Book(INSTRUMENT.into()), Subscription::UserOrders]).await.unwrap();
+
+    let top = sim.book_top(INSTRUMENT, 1).await.unwrap();
+    let best = top.bids.first().map(|l| l.0).unwrap_or(Decimal::from_int(50_000));
+    let price = Decimal::from_int(best.mantissa() / 10i64.pow(u32::from(best.scale())) / 2);
+    let mut placed = Vec::new();
+    for label in ["dc-a", "dc-b", "dc-c"] {
+        placed.push(venue.place(resting_request(price, label)).await.unwrap().order.order_id);
+    }
+    // One order is in flight when the connection drops.
+    let in_flight = {
+        let venue = venue.clone();
+        tokio::spawn(async move { venue.place(resting_request(price, "dc-flight")).await })
+    };
+    sim.inject(Fault::Disconnect { session: None });
+    wait_event(&mut events, |e| *e == VenueEvent::Connection(ConnState::Disconnected)).await;
+    // While we are away, another session of the account cancels one of our orders.
+    auditor.open_orders(Filter::All).await.unwrap();
+    auditor.cancel(ticktrade_gateway::venue::OrderRef::Label("dc-b".into())).await.unwrap();
+    wait_event(&mut events, |e| *e == VenueEvent::Connection(ConnState::Ready)).await;
+    let in_flight = in_flight.await.unwrap();
+
+    // Re-authenticated, resubscribed, the book equal to the simulator's.
+    let info = venue.info();
+    assert!(info.authenticated && info.connects >= 2, "{info:?}");
+    assert!(info.subscriptions.contains(&Subscription::Book(INSTRUMENT.into())));
+    assert_book_matches_sim(&venue, &sim).await;
+    // Reconciled: the order cancelled behind our back is known as cancelled, the others open.
+    let tracker = venue.tracker();
+    assert_eq!(tracker.order(&placed[1]).map(|o| o.status), Some(OrderStatus::Cancelled));
+    for id in [&placed[0], &placed[2]] {
+        assert_eq!(tracker.order(id).map(|o| o.status), Some(OrderStatus::Open), "{id}");
+    }
+    // No order lost, none doubled: count by label on the venue itself.
+    let open = auditor.open_orders(Filter::All).await.unwrap();
+    let count = |label: &str| open.iter().filter(|o| o.label == label).count();
+    assert_eq!((count("dc-a"), count("dc-b"), count("dc-c")), (1, 0, 1), "{open:?}");
+    match in_flight {
+        Ok(p) => {
+            assert_eq!(count("dc-flight"), 1, "acknowledged, so it exists exactly once");
+            assert!(open.iter().any(|o| o.order_id == p.order.order_id));
+        }
+        // An error means the venue does not have it (the label was looked up after the drop).
+        Err(err) => assert_eq!(count("dc-flight"), 0, "{err}, yet the venue has it"),
+    }
+    sim.shutdown().await;
+}

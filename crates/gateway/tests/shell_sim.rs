@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use ticktrade_core::Decimal;
-use ticktrade_gateway::deribit::{Credentials, Deribit, DeribitConfig, Secret};
 use ticktrade_gateway::shell::Shell;
-use ticktrade_gateway::venue::{Filter, Venue};
+use ticktrade_gateway::venue::{Credentials, Filter, Secret, Venue};
+use ticktrade_gateway::venues::{self, SessionOptions};
 use ticktrade_sim::{ApiKey, SimConfig, SimHandle};
 
 const INSTRUMENT: &str = "BTC-PERPETUAL";
@@ -20,13 +20,14 @@ async fn sim(keys: Vec<ApiKey>) -> SimHandle {
         .unwrap()
 }
 
-fn venue(sim: &SimHandle, key: &ApiKey) -> Deribit {
-    let mut config = DeribitConfig::new(sim.ws_url());
-    config.credentials =
+/// Through the venue-neutral entry point only: nothing here names a venue's own types.
+fn venue(sim: &SimHandle, key: &ApiKey) -> impl Venue + Clone + std::fmt::Debug {
+    let mut options = SessionOptions::new(sim.ws_url());
+    options.credentials =
         Some(Credentials { client_id: key.client_id.clone(), client_secret: Secret::new(key.client_secret.expose()) });
-    config.heartbeat_s = 1;
-    config.request_timeout = Duration::from_secs(5);
-    Deribit::new(config)
+    options.heartbeat_s = 1;
+    options.request_timeout = Duration::from_secs(5);
+    venues::open(options)
 }
 
 /// A price well below the market on the tick grid (half the best bid, whole dollars).
@@ -65,7 +66,7 @@ fn script(price: &str) -> String {
     )
 }
 
-async fn run(shell: &mut Shell<Deribit>, text: &str, json: bool) -> (u64, String) {
+async fn run<V: Venue>(shell: &mut Shell<V>, text: &str, json: bool) -> (u64, String) {
     let mut out = Vec::new();
     let failures = shell.run_script(std::io::Cursor::new(text.to_owned()), &mut out, json).await.unwrap();
     (failures, String::from_utf8(out).unwrap())

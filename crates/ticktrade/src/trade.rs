@@ -16,17 +16,22 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use ticktrade_gateway::deribit::{AuthMethod, Deribit, DeribitConfig, PRODUCTION_URL, TESTNET_URL};
+use clap::ValueEnum as _;
 use ticktrade_gateway::shell::{Shell, tty};
 use ticktrade_gateway::venue::Venue;
+use ticktrade_gateway::venues::{self, SessionOptions};
 
 /// Which venue to trade on.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VenueKind {
     /// The embedded simulator, started inside this process.
     Sim,
-    DeribitTestnet,
-    Deribit,
+    /// Deribit's testnet (test.deribit.com).
+    #[value(name = "deribit-testnet")]
+    Testnet,
+    /// Deribit production.
+    #[value(name = "deribit")]
+    Production,
 }
 
 #[derive(clap::Args, Debug)]
@@ -68,7 +73,24 @@ pub fn run_default() -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Logs go to stderr, filtered by `RUST_LOG`. Without it: warnings for scripts, nothing at a
+/// terminal (the shell prints connection changes itself, between prompts). The WebSocket
+/// crates never log below `info`: their frame dumps would carry access tokens (and, with
+/// `--client-credentials`, the secret).
+fn init_logging(interactive: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = if interactive { "off" } else { "warn" };
+    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    for quiet in ["tungstenite=info", "tokio_tungstenite=info", "rustls=info"] {
+        if let Ok(directive) = quiet.parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    init_logging(std::io::stdin().is_terminal() && !args.json);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -100,18 +122,19 @@ async fn session(args: Args) -> anyhow::Result<ExitCode> {
             sim = Some(handle);
             (url, Some(credentials::simulator_default()))
         }
-        (None, VenueKind::DeribitTestnet) => (TESTNET_URL.to_owned(), credentials::load(args.config.as_deref())?),
-        (None, VenueKind::Deribit) => (PRODUCTION_URL.to_owned(), credentials::load(args.config.as_deref())?),
+        (None, kind) => {
+            let name = kind.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default();
+            let url = venues::endpoint_url(&name).with_context(|| format!("no endpoint named {name}"))?;
+            (url.to_owned(), credentials::load(args.config.as_deref())?)
+        }
     };
-    let mut config = DeribitConfig::new(url.clone());
-    config.credentials = credentials;
-    config.cancel_on_disconnect = !args.no_cancel_on_disconnect;
-    config.heartbeat_s = args.heartbeat.max(1);
-    config.request_timeout = Duration::from_secs(10);
-    if args.client_credentials {
-        config.auth_method = AuthMethod::ClientCredentials;
-    }
-    let venue = Deribit::new(config);
+    let mut options = SessionOptions::new(url.clone());
+    options.credentials = credentials;
+    options.cancel_on_disconnect = !args.no_cancel_on_disconnect;
+    options.heartbeat_s = args.heartbeat.max(1);
+    options.request_timeout = Duration::from_secs(10);
+    options.send_secret = args.client_credentials;
+    let venue = venues::open(options);
     venue.connect().await.with_context(|| format!("connecting to {url}"))?;
     let mut shell = Shell::new(venue);
     // Completion and local validation want the instrument list; trading works without it.

@@ -11,8 +11,8 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-use ticktrade_gateway::deribit::{Credentials, Deribit, DeribitConfig, Secret};
-use ticktrade_gateway::venue::{Filter, Venue};
+use ticktrade_gateway::venue::{Credentials, Filter, Secret, Venue};
+use ticktrade_gateway::venues::{self, SessionOptions};
 
 const INSTRUMENT: &str = "BTC-PERPETUAL";
 
@@ -91,9 +91,9 @@ async fn url_session_ends_equal_to_the_simulators_account_and_leaks_no_secret() 
     assert_eq!(results.iter().filter(|r| r["ok"] == false).count(), 2);
 
     // The venue's own account, read by a separate session.
-    let mut config = DeribitConfig::new(sim.ws_url());
+    let mut config = SessionOptions::new(sim.ws_url());
     config.credentials = Some(Credentials { client_id: "bob".into(), client_secret: Secret::new(SECRET) });
-    let auditor = Deribit::new(config);
+    let auditor = venues::open(config);
     auditor.connect().await.unwrap();
     let truth = auditor.positions(Filter::All).await.unwrap();
     let truth = truth.iter().find(|p| p.instrument == INSTRUMENT).unwrap();
@@ -105,16 +105,36 @@ async fn url_session_ends_equal_to_the_simulators_account_and_leaks_no_secret() 
     assert_eq!(shown["rows"][0]["balance"], balance.balance.to_string());
     assert_eq!(shown["rows"][0]["equity"], balance.equity.to_string());
 
+    // The same with the secret itself on the wire (client_credentials): the WebSocket
+    // crates' frame dumps at trace level must not reach the log.
+    let sent = ticktrade(&["trade", "--url", &sim.ws_url(), "--client-credentials"], &env, "positions\n").await;
+    assert!(sent.status.success(), "{}\n{}", sent.stdout, sent.stderr);
+
     // Wrong secret: a clear error, still no secret.
     let bad = [("DERIBIT_CLIENT_ID", "bob"), ("DERIBIT_CLIENT_SECRET", "zq-wrong-secret-3317")];
     let failed = ticktrade(&["trade", "--url", &sim.ws_url()], &bad, "status\n").await;
     assert!(!failed.status.success());
     assert!(failed.stderr.contains("not authenticated"), "{}", failed.stderr);
 
-    for text in [&run.stdout, &run.stderr, &failed.stdout, &failed.stderr] {
+    // Every run logged at trace level (RUST_LOG=trace), so the grep covers the logs too.
+    assert!(run.stderr.contains("session ready") && run.stderr.contains("authenticated"), "{}", run.stderr);
+    for text in [&run.stdout, &run.stderr, &sent.stdout, &sent.stderr, &failed.stdout, &failed.stderr] {
         assert!(!text.contains(SECRET) && !text.contains("zq-wrong-secret-3317"), "secret leaked:\n{text}");
+        assert!(find_token(text).is_none(), "access or refresh token leaked: {:?}", find_token(text));
     }
     sim.shutdown().await;
+}
+
+/// Something shaped like a token the simulator issues (`<13-digit ms>.<32 hex>`).
+fn find_token(text: &str) -> Option<&str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.')).find(|word| {
+        word.split_once('.').is_some_and(|(ms, hex)| {
+            ms.len() == 13
+                && ms.bytes().all(|b| b.is_ascii_digit())
+                && hex.len() == 32
+                && hex.bytes().all(|b| b.is_ascii_hexdigit())
+        })
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

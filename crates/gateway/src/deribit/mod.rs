@@ -22,11 +22,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+pub use crate::venue::Secret;
 use ticktrade_core::Side;
 use ticktrade_deribit_proto::api::{self, Num};
 use ticktrade_deribit_proto::client::{BookLevels, CurrencyQuery};
 use ticktrade_deribit_proto::instrument::parse_instrument;
-pub use ticktrade_deribit_proto::signature::Secret;
 use ticktrade_net::ConnectOptions;
 use tokio::sync::broadcast;
 
@@ -39,18 +39,7 @@ use crate::venue::{
     VenueEvent,
 };
 
-/// API key. `Debug` never shows the secret.
-#[derive(Clone)]
-pub struct Credentials {
-    pub client_id: String,
-    pub client_secret: Secret,
-}
-
-impl fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Credentials").field("client_id", &self.client_id).field("client_secret", &"***").finish()
-    }
-}
+pub use crate::venue::Credentials;
 
 /// How to authenticate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

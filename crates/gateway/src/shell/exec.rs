@@ -22,11 +22,12 @@ fn side(side: Side) -> String {
     side.as_str().to_owned()
 }
 
-/// An instrument name (has a dash) or a currency.
-fn filter_of(arg: Option<&str>) -> Filter {
+/// An instrument (a known name, or one shaped like `BTC-PERPETUAL` or `BTC_USDC`) or a
+/// currency (`btc`, `ETH`).
+fn filter_of(arg: Option<&str>, known: &std::collections::BTreeMap<String, crate::venue::InstrumentInfo>) -> Filter {
     match arg {
         None => Filter::All,
-        Some(a) if a.contains('-') => Filter::Instrument(a.to_owned()),
+        Some(a) if known.contains_key(a) || a.contains(['-', '_']) => Filter::Instrument(a.to_owned()),
         Some(a) => Filter::Currency(a.to_uppercase()),
     }
 }
@@ -253,7 +254,7 @@ impl<V: Venue> Shell<V> {
                 out
             }
             Command::CancelAll(scope) => {
-                let scope = match filter_of(scope.as_deref()) {
+                let scope = match filter_of(scope.as_deref(), &self.instruments) {
                     Filter::All => CancelScope::All,
                     Filter::Instrument(i) => CancelScope::Instrument(i),
                     Filter::Currency(c) => CancelScope::Currency(c),
@@ -265,7 +266,7 @@ impl<V: Venue> Shell<V> {
                 out
             }
             Command::Orders(filter) => {
-                let orders = self.venue.open_orders(filter_of(filter.as_deref())).await?;
+                let orders = self.venue.open_orders(filter_of(filter.as_deref(), &self.instruments)).await?;
                 Output::table("orders", orders_table(&orders))
             }
             Command::OrderState(id) => {
@@ -273,7 +274,7 @@ impl<V: Venue> Shell<V> {
                 Output::table("order", orders_table(std::slice::from_ref(&order)))
             }
             Command::Positions(currency) => {
-                let positions = self.venue.positions(filter_of(currency.as_deref())).await?;
+                let positions = self.venue.positions(filter_of(currency.as_deref(), &self.instruments)).await?;
                 let mut table = Table::new(&[
                     "instrument",
                     "kind",
@@ -323,7 +324,7 @@ impl<V: Venue> Shell<V> {
                 Output::table("account", table)
             }
             Command::Trades(instrument) => {
-                let fills = self.venue.user_trades(filter_of(instrument.as_deref())).await?;
+                let fills = self.venue.user_trades(filter_of(instrument.as_deref(), &self.instruments)).await?;
                 Output::table("trades", fills_table(&fills))
             }
             Command::Sub(subs) => {
@@ -401,5 +402,21 @@ impl<V: Venue> Shell<V> {
             ))),
             Err(err) => Err(err.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    #[test]
+    fn instruments_and_currencies_are_told_apart() {
+        let none = BTreeMap::new();
+        assert_eq!(filter_of(None, &none), Filter::All);
+        assert_eq!(filter_of(Some("btc"), &none), Filter::Currency("BTC".into()));
+        assert_eq!(filter_of(Some("BTC-PERPETUAL"), &none), Filter::Instrument("BTC-PERPETUAL".into()));
+        assert_eq!(filter_of(Some("BTC_USDC"), &none), Filter::Instrument("BTC_USDC".into()));
     }
 }

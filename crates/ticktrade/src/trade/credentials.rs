@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use anyhow::{Context as _, bail};
-use ticktrade_gateway::deribit::{Credentials, Secret};
+use ticktrade_gateway::venue::{Credentials, Secret};
 
 /// The simulator's built-in key (public knowledge, like a test fixture; not a secret).
 pub fn simulator_default() -> Credentials {
