@@ -231,6 +231,10 @@ async fn hyperliquid_client_gets_l2_at_every_variant_trades_and_l4() {
     let (status, body) = http_post(server.addr, r#"{"type":"allMids"}"#).await;
     assert_eq!(status, 200);
     assert!(serde_json::from_str::<Value>(&body).unwrap()["BTC"].is_string());
+    // What the Python SDK asks at start-up when perp dexes are passed: `[null, …]`.
+    let (status, body) = http_post(server.addr, r#"{"type":"perpDexs"}"#).await;
+    assert_eq!(status, 200);
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()[0], Value::Null);
     let (status, body) = http_post(server.addr, r#"{"type":"clearinghouseState","user":"0x0"}"#).await;
     assert_eq!(status, 422);
     assert!(body.starts_with("Failed to deserialize the JSON body into the target type"), "{body}");
@@ -288,11 +292,8 @@ fn subscribers_of_a_coin_that_goes_stale_are_told() {
     writer.write_block(&block, order(0)).unwrap();
     engine.poll_files();
     let mut frames = Vec::new();
-    while let Ok(Message::Text(t)) = rx.try_recv().map(|m| match m {
-        axum::extract::ws::Message::Text(t) => Message::Text(t.as_str().into()),
-        _ => Message::Text("".into()),
-    }) {
-        frames.push(serde_json::from_str::<Value>(&t).unwrap_or(Value::Null));
+    while let Ok(t) = rx.try_recv() {
+        frames.push(serde_json::from_slice::<Value>(&t).unwrap_or(Value::Null));
     }
     let errors: Vec<&Value> = frames.iter().filter(|f| f["channel"] == "error").collect();
     assert_eq!(errors.len(), 1, "{frames:?}");

@@ -16,6 +16,8 @@ pub enum InfoRequest {
         dex: Option<String>,
     },
     SpotMeta,
+    /// HIP-3 perp dexes: `[null, {"name":…}, …]` (the first entry is the default dex).
+    PerpDexs,
     AllMids {
         #[serde(default)]
         dex: Option<String>,
@@ -32,6 +34,45 @@ pub enum InfoRequest {
 /// The body Hyperliquid's info server answers (with HTTP 422) for a body it cannot decode.
 pub fn deserialize_error(err: &serde_json::Error) -> String {
     format!("Failed to deserialize the JSON body into the target type: {err}")
+}
+
+/// The `perpDexs` answer: `null` for the default dex, then one object per HIP-3 dex named by a
+/// `dex:COIN` perp of `meta`, in order of first appearance. Only `name` is known from the
+/// metadata; the other fields Hyperliquid lists are `null` / empty here.
+pub fn perp_dexs_json(meta: &Meta) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for asset in &meta.universe {
+        if let Some((dex, _)) = asset.name.split_once(':')
+            && !dex.is_empty()
+            && !names.contains(&dex)
+        {
+            names.push(dex);
+        }
+    }
+    let mut out = vec![serde_json::Value::Null];
+    for name in names {
+        out.push(serde_json::json!({
+            "name": name,
+            "fullName": name,
+            "deployer": null,
+            "oracleUpdater": null,
+            "feeRecipient": null,
+            "assetToStreamingOiCap": [],
+        }));
+    }
+    serde_json::Value::Array(out).to_string()
+}
+
+/// `meta` for one dex: the default dex (`None`/`""`) gets the document verbatim, a HIP-3 dex
+/// `d` gets the universe entries named `d:…` (as the real API answers `{"type":"meta","dex":d}`).
+pub fn meta_for_dex(meta_json: &str, dex: Option<&str>) -> Result<String, serde_json::Error> {
+    let Some(dex) = dex.filter(|d| !d.is_empty()) else { return Ok(meta_json.to_owned()) };
+    let mut doc: serde_json::Value = serde_json::from_str(meta_json)?;
+    let prefix = format!("{dex}:");
+    if let Some(universe) = doc.get_mut("universe").and_then(serde_json::Value::as_array_mut) {
+        universe.retain(|a| a.get("name").and_then(serde_json::Value::as_str).is_some_and(|n| n.starts_with(&prefix)));
+    }
+    Ok(doc.to_string())
 }
 
 #[derive(Debug, Deserialize)]
@@ -138,6 +179,25 @@ mod tests {
             deserialize_error(&err)
                 .starts_with("Failed to deserialize the JSON body into the target type: unknown variant")
         );
+    }
+
+    #[test]
+    fn answers_perp_dexs_and_dex_meta() {
+        assert!(matches!(
+            serde_json::from_str::<InfoRequest>(r#"{"type":"perpDexs"}"#).unwrap(),
+            InfoRequest::PerpDexs
+        ));
+        let text = r#"{"universe":[{"name":"BTC","szDecimals":5},{"name":"xyz:XYZ100","szDecimals":4},{"name":"xyz:TSLA","szDecimals":3},{"name":"abc:A","szDecimals":1}]}"#;
+        let meta: Meta = serde_json::from_str(text).unwrap();
+        let dexes: serde_json::Value = serde_json::from_str(&perp_dexs_json(&meta)).unwrap();
+        let names: Vec<_> = dexes.as_array().unwrap().iter().map(|d| d.get("name").cloned()).collect();
+        assert_eq!(names, vec![None, Some("xyz".into()), Some("abc".into())]);
+        assert!(dexes[0].is_null());
+        let xyz: serde_json::Value = serde_json::from_str(&meta_for_dex(text, Some("xyz")).unwrap()).unwrap();
+        assert_eq!(xyz["universe"].as_array().unwrap().len(), 2);
+        assert_eq!(meta_for_dex(text, Some("")).unwrap(), text);
+        let plain: Meta = serde_json::from_str(r#"{"universe":[{"name":"BTC","szDecimals":5}]}"#).unwrap();
+        assert_eq!(perp_dexs_json(&plain), "[null]");
     }
 
     #[test]

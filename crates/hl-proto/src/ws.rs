@@ -10,6 +10,9 @@ use ticktrade_core::{Decimal, write_units};
 
 use crate::node::{BookDiff, NodeOrder, OrderStatus, WsTrade};
 
+mod l2frame;
+pub use l2frame::L2View;
+
 /// Default and largest `nLevels` of an `l2Book` subscription.
 pub const DEFAULT_N_LEVELS: usize = 20;
 pub const MAX_N_LEVELS: usize = 100;

@@ -10,12 +10,13 @@
 //! only for the `(variant, nLevels)` pairs someone subscribed to, once per pair, and the encoded
 //! frame is shared by all its subscribers.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::extract::ws::{Message, Utf8Bytes};
+use bytes::{Bytes, BytesMut};
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
@@ -26,7 +27,7 @@ use ticktrade_hl_proto::node::{
     Batch, BookDiff, NodeFill, OrderStatus, scan_block_number, scan_coins, trades_from_fills,
 };
 use ticktrade_hl_proto::time::parse_node_time;
-use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Variant, UnitLevel};
+use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Variant, L2View, UnitLevel};
 
 mod requests;
 
@@ -61,7 +62,8 @@ pub enum EngineMsg {
     Files,
     Connect {
         id: ClientId,
-        tx: mpsc::Sender<Message>,
+        /// Text frames for the connection's writer.
+        tx: mpsc::Sender<Bytes>,
         kill: oneshot::Sender<String>,
     },
     Request {
@@ -105,10 +107,12 @@ pub struct Engine {
     record_timings: bool,
     bids: Vec<UnitLevel>,
     asks: Vec<UnitLevel>,
-    frame: Vec<u8>,
+    /// Frames are encoded into this buffer and split off as shared `Bytes`.
+    out: BytesMut,
+    scratch: Vec<u8>,
     dead: Vec<ClientId>,
-    /// The levels last published per `(coin, subscription key)`.
-    last_views: HashMap<(CoinId, L2Key), (Vec<UnitLevel>, Vec<UnitLevel>)>,
+    /// The levels and frame last published per `(coin, subscription key)`.
+    views: FxHashMap<(CoinId, L2Key), L2View>,
 }
 
 fn decode_events<'a, T: Deserialize<'a>>(
@@ -157,9 +161,10 @@ impl Engine {
             record_timings: false,
             bids: Vec::with_capacity(128),
             asks: Vec::with_capacity(128),
-            frame: Vec::with_capacity(1 << 14),
+            out: BytesMut::with_capacity(1 << 16),
+            scratch: Vec::with_capacity(32),
             dead: Vec::new(),
-            last_views: HashMap::new(),
+            views: FxHashMap::default(),
         }
     }
 
@@ -287,7 +292,7 @@ impl Engine {
         }
         let frame =
             format!(r#"{{"channel":"raw","data":{{"stream":"{}","block":{}}}}}"#, line.stream.dir_name(), line.text);
-        let frame = Utf8Bytes::from(frame);
+        let frame = Bytes::from(frame);
         for id in self.subs.raw.clone() {
             self.subs.send(id, frame.clone(), &mut self.dead);
         }
@@ -313,7 +318,7 @@ impl Engine {
             let end = start + trades[start..].iter().take_while(|t| t.coin == coin).count();
             if let Some(ids) = self.subs.trades.get(coin).cloned() {
                 let same: Vec<_> = trades[start..end].to_vec();
-                let frame = Utf8Bytes::from(proto::trades_frame(&same));
+                let frame = Bytes::from(proto::trades_frame(&same));
                 for id in ids {
                     self.subs.send(id, frame.clone(), &mut self.dead);
                 }
@@ -393,7 +398,7 @@ impl Engine {
         let text = format!(
             "Order book for {name} is stale (its data could not be applied); no updates until the next snapshot"
         );
-        let frame = Utf8Bytes::from(proto::error_frame(&text));
+        let frame = Bytes::from(proto::error_frame(&text));
         for id in ids {
             self.subs.send(id, frame.clone(), &mut self.dead);
         }
@@ -414,7 +419,7 @@ impl Engine {
             if st.is_empty() && df.is_empty() {
                 continue;
             }
-            let frame = Utf8Bytes::from(proto::l4_updates_frame(time_ms, height, &st, &df));
+            let frame = Bytes::from(proto::l4_updates_frame(time_ms, height, &st, &df));
             for id in ids {
                 self.subs.send(id, frame.clone(), &mut self.dead);
             }
@@ -432,19 +437,13 @@ impl Engine {
         true
     }
 
-    /// Encodes the aggregated levels of `coin` as an `l2Book` frame into `self.frame`.
-    fn encode_l2(&mut self, coin: CoinId) {
+    /// Encodes the aggregated levels (`self.bids`/`self.asks`) of `coin` as the new frame of
+    /// its view `key`.
+    pub(super) fn encode_view(&mut self, coin: CoinId, key: L2Key) -> Bytes {
         let spec = self.books.coins.spec(coin);
-        self.frame.clear();
         let time_ms = self.books.time().as_millis().max(0) as u64;
-        proto::write_l2_frame(&mut self.frame, &spec.name, time_ms, spec.units, &self.bids, &self.asks);
-    }
-
-    /// The encoded frame as shared bytes, leaving a fresh buffer behind (no copy).
-    fn take_frame(&mut self) -> Option<Utf8Bytes> {
-        let capacity = self.frame.capacity();
-        let bytes = std::mem::replace(&mut self.frame, Vec::with_capacity(capacity));
-        String::from_utf8(bytes).ok().map(Utf8Bytes::from)
+        let view = self.views.entry((coin, key)).or_insert_with(|| L2View::new(&spec.name));
+        view.encode(&mut self.out, &mut self.scratch, time_ms, spec.units, &self.bids, &self.asks)
     }
 
     fn publish_l2(&mut self, coin: CoinId) {
@@ -454,14 +453,10 @@ impl Engine {
                 continue;
             }
             // A change outside the visible levels leaves the view as it was: nothing to send.
-            let last = self.last_views.entry((coin, *key)).or_default();
-            if last.0 == self.bids && last.1 == self.asks {
+            if self.views.get(&(coin, *key)).is_some_and(|v| v.unchanged(&self.bids, &self.asks)) {
                 continue;
             }
-            last.0.clone_from(&self.bids);
-            last.1.clone_from(&self.asks);
-            self.encode_l2(coin);
-            let Some(frame) = self.take_frame() else { continue };
+            let frame = self.encode_view(coin, *key);
             for &id in ids {
                 self.subs.send(id, frame.clone(), &mut self.dead);
             }

@@ -1,8 +1,10 @@
 //! The network side of `ticktrade hl`: `/ws` (Hyperliquid's WebSocket API) and `POST /info`
 //! on one port, plus the file watcher that wakes the engine.
 //!
-//! Owns: accepting connections (axum), one reader and one writer task per connection, the
-//! bounded outbound queue per client, and the watcher (notify, recursive on the data
+//! Owns: accepting connections (axum; the WebSocket itself is yawc's, which negotiates
+//! permessage-deflate when the client offers it), one reader and one writer task per
+//! connection, the bounded outbound queue per client (the writer sends every frame queued
+//! and flushes once), and the watcher (notify, recursive on the data
 //! directory) with the engine's polling interval as the fallback.
 //! Must not: touch books (the engine thread does) or answer before the books are loaded (the
 //! engine is built from a loaded snapshot before `start` is called).
@@ -16,17 +18,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
+use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::{mpsc, oneshot};
+use yawc::close::CloseCode;
+use yawc::frame::{Frame, OpCode};
+use yawc::{CompressionLevel, HttpWebSocket, IncomingUpgrade, Options};
 
-use ticktrade_hl_proto::info::{InfoRequest, deserialize_error};
+use ticktrade_hl_proto::info::{InfoRequest, Meta, deserialize_error, meta_for_dex, perp_dexs_json};
 use ticktrade_hl_proto::ws::{ClientMessage, errors};
 
 use engine::{Engine, EngineMsg};
@@ -98,6 +103,9 @@ pub fn start(
     let thread = std::thread::Builder::new().name("hl-engine".into()).spawn(move || engine.run(rx))?;
     let state = Arc::new(AppState { engine: tx.clone(), next_id: AtomicU64::new(1), docs, config });
     let app = Router::new().route("/ws", get(ws_upgrade)).route("/info", post(info)).with_state(state);
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let server = tokio::spawn(async move {
         if let Err(err) = axum::serve(listener, app).await {
             tracing::error!("server stopped: {err}");
@@ -137,8 +145,15 @@ async fn info(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     };
     let json = |text: String| ([(header::CONTENT_TYPE, "application/json")], text).into_response();
     match request {
-        InfoRequest::Meta { .. } => json(state.docs.meta.clone()),
+        InfoRequest::Meta { dex } => match meta_for_dex(&state.docs.meta, dex.as_deref()) {
+            Ok(text) => json(text),
+            Err(err) => (StatusCode::INTERNAL_SERVER_ERROR, format!("meta document: {err}")).into_response(),
+        },
         InfoRequest::SpotMeta => json(state.docs.spot_meta.clone()),
+        InfoRequest::PerpDexs => match serde_json::from_str::<Meta>(&state.docs.meta) {
+            Ok(meta) => json(perp_dexs_json(&meta)),
+            Err(_) => json("[null]".to_owned()),
+        },
         other => {
             let (reply, wait) = oneshot::channel();
             if state.engine.send(EngineMsg::Info { request: other, reply }).is_err() {
@@ -152,13 +167,33 @@ async fn info(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     }
 }
 
-async fn ws_upgrade(State(state): State<Arc<AppState>>, ws: WebSocketUpgrade) -> Response {
-    ws.on_upgrade(move |socket| connection(socket, state))
+/// Options of every `/ws` connection: deflate (fast level, as the official server) only when
+/// the client offers it.
+fn ws_options() -> Options {
+    Options::default().with_compression_level(CompressionLevel::fast()).with_no_delay()
 }
 
-async fn connection(socket: WebSocket, state: Arc<AppState>) {
+async fn ws_upgrade(State(state): State<Arc<AppState>>, ws: IncomingUpgrade) -> Response {
+    match ws.upgrade(ws_options()) {
+        Ok((response, upgrade)) => {
+            tokio::spawn(async move {
+                match upgrade.await {
+                    Ok(socket) => connection(socket, state).await,
+                    Err(err) => tracing::debug!("websocket upgrade failed: {err}"),
+                }
+            });
+            response.map(axum::body::Body::new)
+        }
+        Err(err) => (StatusCode::BAD_REQUEST, format!("websocket upgrade: {err}")).into_response(),
+    }
+}
+
+/// Most frames written before one flush.
+const WRITE_BATCH: usize = 256;
+
+async fn connection(socket: HttpWebSocket, state: Arc<AppState>) {
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
-    let (tx, mut rx) = mpsc::channel::<Message>(state.config.queue);
+    let (tx, mut rx) = mpsc::channel::<Bytes>(state.config.queue);
     let (kill_tx, mut kill_rx) = oneshot::channel::<String>();
     if state.engine.send(EngineMsg::Connect { id, tx: tx.clone(), kill: kill_tx }).is_err() {
         return;
@@ -170,35 +205,49 @@ async fn connection(socket: WebSocket, state: Arc<AppState>) {
                 biased;
                 reason = &mut kill_rx => {
                     let reason = reason.unwrap_or_else(|_| "server stopping".to_owned());
-                    let frame = CloseFrame { code: close_code::POLICY, reason: Utf8Bytes::from(reason) };
-                    let _ = sink.send(Message::Close(Some(frame))).await;
+                    let _ = sink.send(Frame::close(CloseCode::Policy, reason)).await;
                     break;
                 }
                 msg = rx.recv() => match msg {
-                    Some(msg) => if sink.send(msg).await.is_err() { break },
+                    Some(first) => {
+                        // Everything already queued goes out with one flush.
+                        let mut failed = sink.feed(Frame::text(first)).await.is_err();
+                        let mut n = 1;
+                        while !failed && n < WRITE_BATCH {
+                            let Ok(next) = rx.try_recv() else { break };
+                            failed = sink.feed(Frame::text(next)).await.is_err();
+                            n += 1;
+                        }
+                        if failed || sink.flush().await.is_err() {
+                            break;
+                        }
+                    }
                     None => break,
                 },
             }
         }
     });
-    while let Some(Ok(msg)) = stream.next().await {
-        let text = match msg {
-            Message::Text(text) => text,
-            Message::Close(_) => break,
+    while let Some(frame) = stream.next().await {
+        let text = match frame.opcode() {
+            OpCode::Text => match std::str::from_utf8(frame.payload()) {
+                Ok(text) => text,
+                Err(_) => break,
+            },
+            OpCode::Close => break,
             _ => continue,
         };
-        match ClientMessage::parse(&text) {
+        match ClientMessage::parse(text) {
             Ok(ClientMessage::Ping) => {
-                let _ = tx.try_send(Message::Text(Utf8Bytes::from_static(r#"{"channel":"pong"}"#)));
+                let _ = tx.try_send(Bytes::from_static(br#"{"channel":"pong"}"#));
             }
             Ok(message) => {
-                if state.engine.send(EngineMsg::Request { id, message, text: text.as_str().to_owned() }).is_err() {
+                if state.engine.send(EngineMsg::Request { id, message, text: text.to_owned() }).is_err() {
                     break;
                 }
             }
             Err(_) => {
-                let frame = ticktrade_hl_proto::ws::error_frame(&errors::parse(&text));
-                let _ = tx.try_send(Message::Text(Utf8Bytes::from(frame)));
+                let frame = ticktrade_hl_proto::ws::error_frame(&errors::parse(text));
+                let _ = tx.try_send(Bytes::from(frame));
             }
         }
     }

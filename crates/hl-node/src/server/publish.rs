@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use axum::extract::ws::{Message, Utf8Bytes};
+use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 
 use ticktrade_hl_proto::ws::{L2Params, Subscription};
@@ -20,7 +20,7 @@ pub type ClientId = u64;
 
 /// What the engine keeps per connection.
 pub struct Client {
-    tx: mpsc::Sender<Message>,
+    tx: mpsc::Sender<Bytes>,
     kill: Option<oneshot::Sender<String>>,
     subs: HashSet<Subscription>,
 }
@@ -59,7 +59,7 @@ pub enum Slot {
 }
 
 impl Subscribers {
-    pub fn connect(&mut self, id: ClientId, tx: mpsc::Sender<Message>, kill: oneshot::Sender<String>, raw: bool) {
+    pub fn connect(&mut self, id: ClientId, tx: mpsc::Sender<Bytes>, kill: oneshot::Sender<String>, raw: bool) {
         self.clients.insert(id, Client { tx, kill: Some(kill), subs: HashSet::new() });
         if raw {
             self.raw.push(id);
@@ -148,11 +148,11 @@ impl Subscribers {
         self.raw.retain(|&c| c != id);
     }
 
-    /// Queues `frame` for `id`. A full queue disconnects the client with a reason; returns the
+    /// Queues the text frame `frame` for `id`. A full queue disconnects the client with a reason; returns the
     /// ids that must be disconnected (the caller removes their subscriptions).
-    pub fn send(&mut self, id: ClientId, frame: Utf8Bytes, dead: &mut Vec<ClientId>) {
+    pub fn send(&mut self, id: ClientId, frame: Bytes, dead: &mut Vec<ClientId>) {
         let Some(client) = self.clients.get_mut(&id) else { return };
-        match client.tx.try_send(Message::Text(frame)) {
+        match client.tx.try_send(frame) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => {
                 let capacity = client.tx.max_capacity();

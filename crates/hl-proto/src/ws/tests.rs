@@ -181,3 +181,53 @@ fn fast_decimal_writer_matches_the_exact_one() {
     write_hl_decimal(3, Decimal::new(5, 1).unwrap(), &mut odd);
     assert_eq!(odd, b"1.5");
 }
+
+#[test]
+fn cached_view_encoder_writes_what_the_plain_writer_writes() {
+    // A seeded walk of books: levels move, appear and vanish; unchanged ones are copied from
+    // the previous frame, so every frame is compared with a fresh full encoding.
+    let units = Units { px: Decimal::new(1, 1).unwrap(), sz: Decimal::new(1, 5).unwrap() };
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let mut view = L2View::new("BTC");
+    let (mut out, mut scratch) = (bytes::BytesMut::new(), Vec::new());
+    let mut book: [Vec<UnitLevel>; 2] = [Vec::new(), Vec::new()];
+    let (mut copied_any, mut frames) = (false, 0);
+    for step in 0..400u64 {
+        for (i, side) in book.iter_mut().enumerate() {
+            for _ in 0..next(4) {
+                let px = if i == 0 { 1_000_000 - next(40) as i64 } else { 1_000_001 + next(40) as i64 };
+                match side.iter().position(|l| l.px == px) {
+                    Some(k) if next(3) == 0 => {
+                        side.remove(k);
+                    }
+                    Some(k) => side[k].sz += 1 + next(1000) as i64,
+                    None => side.push(UnitLevel { px, sz: 1 + next(100_000) as i64, n: 1 + next(5) as u32 }),
+                }
+            }
+            side.sort_by_key(|l| if i == 0 { -l.px } else { l.px });
+        }
+        let (bids, asks) = (&book[0][..book[0].len().min(20)], &book[1][..book[1].len().min(20)]);
+        if step == 200 {
+            view.reset();
+        }
+        if view.unchanged(bids, asks) {
+            continue;
+        }
+        copied_any |= !view.levels().0.is_empty() && view.levels().0.first() == bids.first();
+        let frame = view.encode(&mut out, &mut scratch, 1_700_000_000_000 + step, units, bids, asks);
+        let mut want = Vec::new();
+        write_l2_frame(&mut want, "BTC", 1_700_000_000_000 + step, units, bids, asks);
+        assert_eq!(std::str::from_utf8(&frame).unwrap(), std::str::from_utf8(&want).unwrap(), "step {step}");
+        assert_eq!(view.levels(), (bids, asks));
+        frames += 1;
+    }
+    assert!(copied_any && frames > 300, "the walk exercised copies ({frames} frames)");
+    let empty = L2View::new("X");
+    assert!(!empty.unchanged(&[], &[]), "a new view always sends its first frame");
+}

@@ -5,7 +5,7 @@
 //! Owns: the mapping from a `Subscription` to its index slot. Must not: block or compute
 //! anything but the one view a request asks for.
 
-use axum::extract::ws::Utf8Bytes;
+use bytes::Bytes;
 use ticktrade_core::Side;
 use ticktrade_hl_proto::info::InfoRequest;
 use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Params, L2Variant, Subscription, errors};
@@ -30,7 +30,7 @@ impl Engine {
     }
 
     pub(super) fn send_text(&mut self, id: ClientId, text: String) {
-        self.subs.send(id, Utf8Bytes::from(text), &mut self.dead);
+        self.subs.send(id, Bytes::from(text), &mut self.dead);
     }
 
     pub(super) fn on_request(&mut self, id: ClientId, message: ClientMessage, text: &str) {
@@ -55,13 +55,8 @@ impl Engine {
                             L2Variant::ALL[usize::from(key.variant_idx)],
                             usize::from(key.n_levels),
                         ) {
-                            let last = self.last_views.entry((coin, key)).or_default();
-                            last.0.clone_from(&self.bids);
-                            last.1.clone_from(&self.asks);
-                            self.encode_l2(coin);
-                            if let Some(frame) = self.take_frame() {
-                                self.subs.send(id, frame, &mut self.dead);
-                            }
+                            let frame = self.encode_view(coin, key);
+                            self.subs.send(id, frame, &mut self.dead);
                         }
                     }
                     Slot::L4(coin) => {
@@ -146,7 +141,7 @@ impl Engine {
                 }
                 serde_json::Value::Object(mids).to_string()
             }
-            InfoRequest::Meta { .. } | InfoRequest::SpotMeta => "null".to_owned(),
+            InfoRequest::Meta { .. } | InfoRequest::SpotMeta | InfoRequest::PerpDexs => "null".to_owned(),
         }
     }
 
