@@ -5,7 +5,7 @@
 //! Must not: do I/O or change any state.
 
 use ticktrade_book::aggregate::{Grouping, aggregate_book};
-use ticktrade_book::l2::{Action, LevelUpdate};
+use ticktrade_book::l2::{Action, L2Book, LevelUpdate};
 use ticktrade_core::{Decimal, InstrumentSpec, Side};
 use ticktrade_deribit_proto::book::encode_book_units;
 use ticktrade_deribit_proto::channel::{Channel, Group};
@@ -18,21 +18,32 @@ pub(crate) fn snapshot_frame(ch: &str, instrument: &str, state: &BookState) -> V
     let mut buf = Vec::with_capacity(1024);
     match Channel::parse(ch) {
         Some(Channel::GroupedBook { .. }) => encode_window(&mut buf, ch, instrument, state),
-        _ => {
-            let mut levels = Vec::new();
-            book_levels(&state.book, &mut levels);
-            let header = BookHeader {
-                channel: ch,
-                instrument,
-                kind: BookKind::Snapshot,
-                change_id: state.book.last_change_id().unwrap_or(0),
-                prev_change_id: None,
-                timestamp_ms: state.timestamp_ms,
-            };
-            encode_book_units(&mut buf, &header, &state.spec, &levels);
-        }
+        _ => book_snapshot(&mut buf, ch, instrument, &state.spec, &state.book, state.timestamp_ms),
     }
     buf
+}
+
+/// A `book.{instrument}.{interval}` snapshot of `book` (the published book, or an interval
+/// channel's book as of its last flush).
+pub(crate) fn book_snapshot(
+    buf: &mut Vec<u8>,
+    ch: &str,
+    instrument: &str,
+    spec: &InstrumentSpec,
+    book: &L2Book,
+    timestamp_ms: u64,
+) {
+    let mut levels = Vec::new();
+    book_levels(book, &mut levels);
+    let header = BookHeader {
+        channel: ch,
+        instrument,
+        kind: BookKind::Snapshot,
+        change_id: book.last_change_id().unwrap_or(0),
+        prev_change_id: None,
+        timestamp_ms,
+    };
+    encode_book_units(buf, &header, spec, &levels);
 }
 
 /// The grouping of a grouped-book channel for `spec`, or `None` if it does not apply.

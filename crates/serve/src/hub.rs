@@ -23,10 +23,11 @@ use ticktrade_deribit_proto::envelope::encode_notification;
 use ticktrade_deribit_proto::{BookHeader, BookKind, decode_book_units};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::batch::batched_interval;
 use crate::conn::{DelaySummary, Outbound, Sent};
 use crate::diff::book_diff;
+use crate::frames::encode_window;
 pub(crate) use crate::frames::grouping;
-use crate::frames::{encode_window, snapshot_frame};
 use crate::wire::text_frame;
 use crate::{ServeConfig, SlowPolicy};
 
@@ -161,6 +162,8 @@ pub(crate) struct Hub {
     pub pending: HashMap<u64, Pending>,
     pub totals: Totals,
     pub ready: watch::Sender<bool>,
+    /// Interval channels' books as of their last flush, per (instrument, interval).
+    pub batches: HashMap<(String, ticktrade_deribit_proto::channel::Interval), crate::batch::Batch>,
     /// The server's shared counters (the fan-out histogram in the web view's stats).
     pub shared: Option<Arc<crate::Shared>>,
     updates: Vec<LevelUpdate>,
@@ -217,6 +220,7 @@ impl Hub {
             pending: HashMap::new(),
             totals: Totals::default(),
             ready,
+            batches: HashMap::new(),
             shared: None,
             updates: Vec::new(),
             scratch: L2Book::new(),
@@ -225,12 +229,15 @@ impl Hub {
 
     pub(crate) async fn run(mut self, mut rx: mpsc::Receiver<HubMsg>) {
         let mut sweep = tokio::time::interval(Duration::from_millis(500));
+        let mut flush = tokio::time::interval(Duration::from_millis(20));
+        flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 msg = rx.recv() => match msg {
                     Some(msg) => self.on_msg(msg),
                     None => return,
                 },
+                _ = flush.tick() => self.flush_batches(Instant::now()),
                 _ = sweep.tick() => {
                     let now = Instant::now();
                     self.sweep(now);
@@ -399,6 +406,7 @@ impl Hub {
                 for ch in state.channels.clone() {
                     self.unsync_channel(&ch);
                 }
+                self.reset_batches(instrument);
             } else {
                 self.scratch.apply_snapshot(0, &self.updates);
                 let mut diff = Vec::new();
@@ -442,7 +450,7 @@ impl Hub {
         for ch in &state.channels {
             let mut buf = Vec::with_capacity(256);
             match Channel::parse(ch) {
-                Some(Channel::Book { .. }) => {
+                Some(Channel::Book { .. }) if batched_interval(ch).is_none() => {
                     let header = BookHeader {
                         channel: ch,
                         instrument,
@@ -454,7 +462,7 @@ impl Hub {
                     encode_book_units(&mut buf, &header, &state.spec, &self.updates);
                     frames.push((ch.clone(), buf, true));
                 }
-                Some(Channel::GroupedBook { .. }) => {
+                Some(Channel::GroupedBook { .. }) if batched_interval(ch).is_none() => {
                     encode_window(&mut buf, ch, instrument, state);
                     frames.push((ch.clone(), buf, false));
                 }
@@ -475,6 +483,7 @@ impl Hub {
                 }
             }
         }
+        self.mark_dirty(instrument, at);
     }
 
     /// Sends a snapshot (or grouped window) to each subscriber of `instrument`'s book
@@ -503,8 +512,7 @@ impl Hub {
             if waiting.is_empty() {
                 continue;
             }
-            let Some(state) = self.books.get(instrument) else { return };
-            let frame = text_frame(&snapshot_frame(&ch, instrument, state));
+            let frame = text_frame(&self.snapshot_for(&ch, instrument));
             for id in waiting {
                 if self.deliver_frame(id, &frame, None)
                     && let Some(flag) = self.clients.get_mut(&id).and_then(|c| c.subs.get_mut(&ch))

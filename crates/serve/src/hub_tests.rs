@@ -29,11 +29,16 @@ fn rig(policy: SlowPolicy) -> Rig {
 }
 
 fn join(hub: &mut Hub, id: ClientId) -> (Arc<Outbound>, oneshot::Receiver<String>) {
+    join_channel(hub, id, "book.X.raw")
+}
+
+fn join_channel(hub: &mut Hub, id: ClientId, channel: &str) -> (Arc<Outbound>, oneshot::Receiver<String>) {
     let out = Outbound::detached();
     let (kill, killed) = oneshot::channel();
     hub.on_msg(HubMsg::Join { id, out: Arc::clone(&out), kill });
-    let req = r#"{"jsonrpc":"2.0","id":1,"method":"public/subscribe","params":{"channels":["book.X.raw"]}}"#;
-    hub.on_msg(HubMsg::Request { id, text: req.into(), us_in: 0 });
+    let req =
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"public/subscribe","params":{{"channels":["{channel}"]}}}}"#);
+    hub.on_msg(HubMsg::Request { id, text: req, us_in: 0 });
     (out, killed)
 }
 
@@ -148,4 +153,44 @@ fn upstream_subscription_lingers_then_drops_when_the_last_client_leaves() {
     hub.sweep(t0 + hub.cfg.linger + Duration::from_millis(1));
     assert!(up_rx.try_recv().unwrap().contains("public/unsubscribe"));
     assert!(hub.books.is_empty() && hub.upstream.is_empty());
+}
+
+#[test]
+fn interval_channels_get_one_net_change_per_interval_on_an_unbroken_chain() {
+    let Rig { mut hub, .. } = rig(SlowPolicy::Conflate);
+    let (mut raw, _k1) = join(&mut hub, 1);
+    let (mut batched, _k2) = join_channel(&mut hub, 2, "book.X.100ms");
+    up(&mut hub, frame("snapshot", 10, None, r#"["new",100.0,5],["new",99.5,2]"#));
+    let (mut raw_f, mut batched_f) = (Follower::default(), Follower::default());
+    raw_f.feed(&drain(&mut raw));
+    batched_f.feed(&drain(&mut batched));
+    assert_eq!((raw_f.snapshots, batched_f.snapshots), (1, 1));
+    let t0 = Instant::now();
+    hub.flush_batches(t0 + Duration::from_millis(100));
+    assert!(drain(&mut batched).is_empty(), "nothing changed, nothing sent");
+    // Three changes within one interval: raw sees three, 100ms one frame with the net change.
+    up(&mut hub, frame("change", 11, Some(10), r#"["change",100.0,7]"#));
+    up(&mut hub, frame("change", 12, Some(11), r#"["delete",99.5,0]"#));
+    up(&mut hub, frame("change", 13, Some(12), r#"["change",100.0,5]"#));
+    raw_f.feed(&drain(&mut raw));
+    assert_eq!(raw_f.changes, 3);
+    assert!(drain(&mut batched).is_empty(), "sent before the interval ended");
+    hub.flush_batches(t0 + Duration::from_millis(300));
+    let frames = drain(&mut batched);
+    batched_f.feed(&frames);
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    let data = &frames[0]["params"]["data"];
+    assert_eq!(data["bids"], serde_json::json!([["delete", 99.5, 0]]));
+    assert_eq!(data["change_id"], raw_f.last.unwrap());
+    // A client joining between flushes gets the last flushed book, and the chain goes on.
+    up(&mut hub, frame("change", 14, Some(13), r#"["new",99.0,1]"#));
+    let (mut late, _k3) = join_channel(&mut hub, 3, "book.X.100ms");
+    let mut late_f = Follower::default();
+    late_f.feed(&drain(&mut late));
+    assert_eq!(late_f.last, batched_f.last);
+    hub.flush_batches(t0 + Duration::from_millis(500));
+    batched_f.feed(&drain(&mut batched));
+    late_f.feed(&drain(&mut late));
+    assert_eq!((batched_f.changes, late_f.changes), (2, 1));
+    assert_eq!(late_f.last, raw_f.last.map(|c| c + 1));
 }

@@ -11,6 +11,7 @@
 //! chain), or pass a price through `f64`.
 //!
 //! # Layout
+//! - `batch`: interval channels (`100ms`, `agg2`): one frame per interval with the net change.
 //! - `diff`: pure: the change that turns one book into another.
 //! - `frames`: snapshot and grouped-window frames of a book.
 //! - `hub`: the task that owns books, clients and subscriptions; fan-out and backpressure.
@@ -24,6 +25,7 @@
 //! - `web`: the live web view at `GET /` (assets embedded in the binary) and the
 //!   `public/ticktrade_get_stats` method it polls over its WebSocket.
 
+mod batch;
 mod client;
 mod conn;
 pub mod diff;

@@ -45,9 +45,12 @@ pub struct Args {
     /// Synthetic market events per second of the embedded simulator (over all its instruments).
     #[arg(long, default_value_t = 400)]
     pub sim_rate: u32,
-    /// The instrument every client subscribes to (`book.{instrument}.100ms`).
+    /// The instrument every client subscribes to (`book.{instrument}.raw`: every change, as fanned out).
     #[arg(long, default_value = "BTC-PERPETUAL")]
     pub instrument: String,
+    /// Worker threads of the server's runtime (`ticktrade serve` uses 2).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub server_threads: u64,
     /// Pause between two floor frames, in ms (the fan-out sees one upstream frame per 100 ms).
     #[arg(long, default_value_t = 20)]
     pub floor_gap_ms: u64,
@@ -88,7 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut series = Vec::new();
     let mut notes = format!(
         "ticktrade bench feed: ticktrade serve over the in-process simulator ({} events/s), clients on \
-         book.{}.100ms, {} s per run; delay = upstream frame received → downstream frame written \
+         book.{}.raw, {} s per run; delay = upstream frame received → downstream frame written \
          (server stamps); floor = bare writes of the same frame to as many loopback sockets, same run\n",
         args.sim_rate, args.instrument, args.seconds
     );
@@ -143,7 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn fanout_run(args: &Args, drains: &Runtime, n: usize, raw: bool) -> anyhow::Result<FanoutRun> {
     let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(usize::try_from(args.server_threads).unwrap_or(2))
         .thread_name("feed-serve")
         .enable_all()
         .build()
@@ -157,7 +160,7 @@ fn fanout_run(args: &Args, drains: &Runtime, n: usize, raw: bool) -> anyhow::Res
     };
     let serve = server_rt.block_on(ticktrade_serve::spawn(config)).context("starting the server")?;
     let url = serve.ws_url();
-    let channel = format!("book.{}.100ms", args.instrument);
+    let channel = format!("book.{}.raw", args.instrument);
     let ready = Arc::new(AtomicUsize::new(0));
     let received = Arc::new(AtomicU64::new(0));
     let frame = Arc::new(Mutex::new(None::<String>));
