@@ -15,8 +15,8 @@
 //! Deliberate differences from Deribit (checked by the vector test, listed there too): market
 //! orders report a numeric `price` (their average) instead of `"market_price"`; no funding or
 //! liquidation model (those fields are 0); `trades.*`/`user.*` aggregated intervals are sent
-//! per event; `incremental_ticker` changes carry every field; permessage-deflate is declined
-//! (see `server`).
+//! per event; `incremental_ticker` changes carry every field. WebSocket is `yawc`, which
+//! accepts permessage-deflate when offered (see `server`).
 //!
 //! # Layout
 //! - `rpc`: the error value, typed params (`-32602` names the parameter), envelope wrappers.

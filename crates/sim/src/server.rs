@@ -1,26 +1,32 @@
 //! One port for everything: the axum router (WebSocket + HTTP), plain TCP or TLS.
 //!
-//! Why axum 0.8 over hand-wired hyper + tokio-tungstenite: it serves the WebSocket upgrade and
-//! the HTTP JSON-RPC routes on the same listener with one router, its `WebSocket` is
-//! tokio-tungstenite underneath (bounded frame/message sizes, automatic pongs), and
-//! `hyper-util`'s connection builder lets the same router run over a rustls stream, so TLS is
-//! a different accept step, not a different server.
+//! Why axum 0.8 over hand-wired hyper: it serves the WebSocket upgrade and the HTTP JSON-RPC
+//! routes on the same listener with one router, and `hyper-util`'s connection builder lets the
+//! same router run over a rustls stream, so TLS is a different accept step, not a different
+//! server.
+//!
+//! Why `yawc` for the WebSocket (not axum's own, which is tokio-tungstenite): Deribit accepts
+//! permessage-deflate (RFC 7692) and clients offer it; tungstenite 0.30 has no deflate
+//! extension and rejects RSV1 frames, so it can only decline. yawc negotiates it through the
+//! axum extractor `IncomingUpgrade` (plain frames when the client does not offer it), answers
+//! pings, bounds frame and message sizes (1009 above them), and is Autobahn-compliant. The
+//! Hyperliquid node server (`crates/hl-node`) uses the same crate.
 //!
 //! Owns: the accept loop, the TLS acceptor (self-signed certificate from `rcgen` at start, or
 //! `--cert/--key` PEM files), and graceful shutdown of the listener.
 //! Must not: know methods or sessions (see `ws`, `http`, `session`).
 //!
-//! Not supported: permessage-deflate. tungstenite 0.2x/0.30 has no deflate extension, so the
-//! server never accepts the offer and clients fall back to uncompressed frames (RFC 7692
-//! allows a server to decline).
+//! Compression: offered `permessage-deflate` is accepted with yawc's low-latency profile
+//! (server context takeover kept, so repeated book frames compress well); messages under
+//! `yawc`'s threshold go out uncompressed, as RFC 7692 allows per message.
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{State, WebSocketUpgrade};
-use axum::response::Response;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
@@ -70,10 +76,26 @@ impl axum::extract::FromRef<AppState> for Arc<Shared> {
     }
 }
 
-async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
-    ws.max_message_size(MAX_WS_MESSAGE)
-        .max_frame_size(MAX_WS_MESSAGE)
-        .on_upgrade(move |socket| crate::ws::serve(socket, state.shared, state.shutdown))
+/// The WebSocket options every session gets: size limits, and deflate when the client offers it.
+pub fn ws_options() -> yawc::Options {
+    yawc::Options::default().with_limits(MAX_WS_MESSAGE, 2 * MAX_WS_MESSAGE).with_low_latency_compression()
+}
+
+async fn upgrade(State(state): State<AppState>, ws: yawc::IncomingUpgrade) -> Response {
+    let (response, socket) = match ws.upgrade(ws_options()) {
+        Ok(pair) => pair,
+        Err(err) => {
+            tracing::debug!(%err, "websocket upgrade refused");
+            return (axum::http::StatusCode::BAD_REQUEST, "bad websocket upgrade").into_response();
+        }
+    };
+    tokio::spawn(async move {
+        match socket.await {
+            Ok(socket) => crate::ws::serve(socket, state.shared, state.shutdown).await,
+            Err(err) => tracing::debug!(%err, "websocket upgrade failed"),
+        }
+    });
+    response.map(axum::body::Body::new)
 }
 
 fn router(shared: Arc<Shared>, shutdown: watch::Receiver<bool>) -> Router {

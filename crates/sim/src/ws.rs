@@ -4,13 +4,18 @@
 //! every interval; close 4000 "heartbeat close" when unanswered), the close reason sent on
 //! every server-side close, and cancel-on-disconnect on the way out.
 //! Must not: block the engine: the engine only ever `try_send`s into this session's queue.
+//!
+//! The socket is `yawc`'s (see `server` for why): it answers pings itself, negotiates
+//! permessage-deflate when the client offers it, and closes with 1009 ("Frame too large") or
+//! 1002/1007 on frames over the limit or malformed, before the stream here ends.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, watch};
+use yawc::close::CloseCode;
+use yawc::{Frame, HttpWebSocket, OpCode};
 
 use crate::engine::{Command, Kill, Outbound, SessionTx};
 use crate::rpc;
@@ -21,7 +26,7 @@ pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60)
 const IDLE_CHECK: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Serves one upgraded socket until either side closes.
-pub async fn serve(socket: WebSocket, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+pub async fn serve(socket: HttpWebSocket, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = mpsc::channel::<Outbound>(shared.queue_capacity);
     let kill = Arc::new(Kill::default());
@@ -55,40 +60,30 @@ pub async fn serve(socket: WebSocket, shared: Arc<Shared>, mut shutdown: watch::
             });
         }
         tokio::select! {
-            message = stream.next() => match message {
-                None => break,
-                Some(Err(err)) => {
-                    let text = err.to_string();
-                    let (code, reason) = if text.contains("too long") || text.contains("Space limit") || text.contains("capacity") {
-                        (1009, "message too big")
-                    } else {
-                        (1002, "protocol error")
-                    };
-                    tracing::info!(session = id, %err, "websocket read error");
-                    kill.fire(code, reason);
+            frame = stream.next() => {
+                // `None`: the peer closed, or yawc refused a frame (over the size limit,
+                // malformed) and has already queued its close frame with the code.
+                let Some(frame) = frame else {
+                    // Polling once more writes yawc's pending close frame (1009 and friends).
+                    let _ = tokio::time::timeout(std::time::Duration::from_millis(500), stream.next()).await;
                     break;
-                }
-                Some(Ok(Message::Text(text))) => {
-                    last_request = tokio::time::Instant::now();
-                    subscribed |= text.as_str().contains("subscribe");
-                    let reply = handle_text(&shared, &mut session, text.as_str()).await;
-                    if !deliver(&tx, &kill, reply).await {
-                        closing_reply = true;
-                        break;
+                };
+                match frame.opcode() {
+                    OpCode::Text | OpCode::Binary => {
+                        last_request = tokio::time::Instant::now();
+                        let text = String::from_utf8_lossy(frame.payload());
+                        subscribed |= text.contains("subscribe");
+                        let reply = handle_text(&shared, &mut session, &text).await;
+                        if !deliver(&tx, &kill, reply).await {
+                            closing_reply = true;
+                            break;
+                        }
                     }
+                    OpCode::Close => break,
+                    // yawc answers pings itself; pongs and continuations need nothing.
+                    _ => {}
                 }
-                Some(Ok(Message::Binary(bytes))) => {
-                    let text = String::from_utf8_lossy(&bytes).into_owned();
-                    let reply = handle_text(&shared, &mut session, &text).await;
-                    if !deliver(&tx, &kill, reply).await {
-                        closing_reply = true;
-                        break;
-                    }
-                }
-                Some(Ok(Message::Close(_))) => break,
-                // tungstenite answers pings itself; pongs need nothing.
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
-            },
+            }
             _ = tick(&mut heartbeat) => {
                 if session.awaiting_test {
                     tracing::info!(session = id, "heartbeat unanswered; closing");
@@ -120,8 +115,8 @@ pub async fn serve(socket: WebSocket, shared: Arc<Shared>, mut shutdown: watch::
     drop(tx);
     if server_closed {
         let drain = async {
-            while let Some(Ok(message)) = stream.next().await {
-                if matches!(message, Message::Close(_)) {
+            while let Some(frame) = stream.next().await {
+                if frame.opcode() == OpCode::Close {
                     break;
                 }
             }
@@ -170,8 +165,12 @@ async fn deliver(tx: &mpsc::Sender<Outbound>, kill: &Kill, reply: Reply) -> bool
     true
 }
 
+fn close_frame(code: u16, reason: &str) -> Frame {
+    Frame::close(CloseCode::from(code), reason.as_bytes())
+}
+
 async fn write_loop(
-    mut sink: futures_util::stream::SplitSink<WebSocket, Message>,
+    mut sink: futures_util::stream::SplitSink<HttpWebSocket, Frame>,
     mut rx: mpsc::Receiver<Outbound>,
     mut killed: watch::Receiver<Option<(u16, String)>>,
 ) {
@@ -181,18 +180,18 @@ async fn write_loop(
             _ = killed.changed() => {
                 let reason = killed.borrow().clone();
                 if let Some((code, reason)) = reason {
-                    let _ = sink.send(Message::Close(Some(CloseFrame { code, reason: Utf8Bytes::from(reason) }))).await;
+                    let _ = sink.send(close_frame(code, &reason)).await;
                 }
                 break;
             }
             frame = rx.recv() => match frame {
                 Some(Outbound::Text(text)) => {
-                    if sink.send(Message::Text(Utf8Bytes::from(&*text))).await.is_err() {
+                    if sink.send(Frame::text(text.as_bytes().to_vec())).await.is_err() {
                         break;
                     }
                 }
                 Some(Outbound::Close(code, reason)) => {
-                    let _ = sink.send(Message::Close(Some(CloseFrame { code, reason: Utf8Bytes::from(reason) }))).await;
+                    let _ = sink.send(close_frame(code, &reason)).await;
                     break;
                 }
                 None => break,
