@@ -299,3 +299,62 @@ fn subscribers_of_a_coin_that_goes_stale_are_told() {
     assert_eq!(errors.len(), 1, "{frames:?}");
     assert!(errors[0]["data"].as_str().unwrap().starts_with("Order book for BTC is stale"));
 }
+
+/// The handshake answer's `Sec-WebSocket-Extensions` for a request offering `offer` (if any).
+async fn negotiated_extensions(addr: std::net::SocketAddr, offer: Option<&str>) -> Option<String> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let ext = offer.map(|o| format!("Sec-WebSocket-Extensions: {o}\r\n")).unwrap_or_default();
+    let request = format!(
+        "GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{ext}\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut byte)).await.unwrap().unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    head.lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("sec-websocket-extensions:"))
+        .map(|l| l.split_once(':').unwrap().1.trim().to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permessage_deflate_only_when_the_client_offers_it() {
+    use yawc::frame::OpCode;
+    let tmp = tempfile::tempdir().unwrap();
+    let generator = generator(10, 100);
+    let writer = GenWriter::new(tmp.path());
+    writer.write_bootstrap(&generator).unwrap();
+    let engine = engine(tmp.path(), &generator);
+    let (meta, spot_meta) = generator.meta_json();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = start(listener, engine, tmp.path(), MetaDocs { meta, spot_meta }, ServeConfig::default()).unwrap();
+
+    let agreed = negotiated_extensions(server.addr, Some("permessage-deflate; client_max_window_bits")).await;
+    assert!(agreed.as_deref().is_some_and(|e| e.starts_with("permessage-deflate")), "{agreed:?}");
+    assert_eq!(negotiated_extensions(server.addr, None).await, None, "no offer, no deflate");
+
+    // A client that offers deflate gets compressed frames it can read as Hyperliquid's.
+    let url = format!("ws://{}/ws", server.addr).parse().unwrap();
+    let options = yawc::Options::default().with_compression_level(yawc::CompressionLevel::fast());
+    let mut ws = yawc::WebSocket::connect(url).with_options(options).await.unwrap();
+    let subscribe = json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC"}}).to_string();
+    ws.send(yawc::frame::Frame::text(subscribe)).await.unwrap();
+    let mut channels = Vec::new();
+    while channels.len() < 2 {
+        let frame = tokio::time::timeout(Duration::from_secs(20), ws.next()).await.unwrap().unwrap();
+        if frame.opcode() == OpCode::Text {
+            let value: Value = serde_json::from_slice(frame.payload()).unwrap();
+            channels.push(value["channel"].as_str().unwrap().to_owned());
+            if value["channel"] == "l2Book" {
+                assert_eq!(value["data"]["coin"], "BTC");
+                assert!(value["data"]["levels"][0][0]["px"].is_string());
+            }
+        }
+    }
+    assert_eq!(channels, ["subscriptionResponse", "l2Book"]);
+    server.stop();
+}
