@@ -7,7 +7,10 @@
 //! Must not: compare different inputs: ticktrade and the baseline process the same lines.
 //!
 //! * **block**: per block, from "both lines in memory" to "every frame queued": decode, apply
-//!   to the L4 books, L2 only for coins that changed and only for subscribed variants, encode.
+//!   to the L4 books, L2 only for coins that changed and only for subscribed variants, encode
+//!   (a view whose top levels did not change is skipped; unchanged levels are copied from the
+//!   view's previous frame), `try_send` into the bounded per-client queues. Not included: reading
+//!   the files and the socket writes, which run on the connection tasks.
 //! * **baseline**: per block, decode and apply the same lines to per-coin order maps, clone
 //!   every book, and recompute and encode all seven variants for every coin (OBS's
 //!   `compute_l2_snapshots` over a cloned `OrderBooks`).
@@ -31,7 +34,9 @@ use ticktrade_hl_node::synth::{GenBlock, GenConfig, Generator};
 use ticktrade_hl_proto::info::{Meta, SpotMeta, coins_from_meta};
 use ticktrade_hl_proto::snapshot::Snapshot;
 use ticktrade_hl_proto::ws::{ClientMessage, L2Variant};
-use ticktrade_latency::{Histogram, Series, write_json_lines, write_table};
+use ticktrade_latency::{Histogram, Series};
+
+use super::report::{Outcome, Output, emit_outcome};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -50,9 +55,8 @@ pub struct Args {
     /// Interval between blocks in the end-to-end run.
     #[arg(long, default_value_t = 50)]
     block_ms: u64,
-    /// Print JSON lines instead of the table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: Output,
     #[arg(long, default_value_t = 7)]
     seed: u64,
 }
@@ -175,26 +179,22 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
         Series::from_histogram("hl block: baseline (clone all books, 7 variants x all coins)", &base),
     ];
     series.extend(e2e.series);
-    if args.json {
-        write_json_lines(std::io::stdout(), &series)?;
-    } else {
-        let mut out = String::new();
-        write_table(&mut out, &series)?;
-        print!("{out}");
-        let [d, a, p] = phases.map(ticktrade_latency::Human);
-        println!("ticktrade per block, mean: decode {d}, apply {a}, L2 + encode + queue {p}");
-        println!(
-            "{} coins, {} l2Book subscriptions; per block: {:.0} statuses, {:.0} diffs, {:.0} l2Book frames (ticktrade) vs {} (baseline); e2e: {} blocks every {} ms, {} frames",
-            args.coins,
-            args.coins * 7,
-            per(n_statuses),
-            per(n_diffs),
-            per(n_frames),
-            args.coins * 7,
-            args.e2e_blocks,
-            args.block_ms,
-            e2e.n_frames
-        );
-    }
+    let [d, a, p] = phases.map(ticktrade_latency::Human);
+    let notes = format!(
+        "hl block covers: both lines of the block in memory -> every l2Book frame queued (decode, apply to L4, L2 of changed coins x subscribed variants, encode, try_send); not the file read, not the socket writes (connection tasks)\n\
+         ticktrade per block, mean: decode {d}, apply {a}, L2 + encode + queue {p}\n\
+         {} coins, {} l2Book subscriptions; per block: {:.0} statuses, {:.0} diffs, {:.0} l2Book frames (ticktrade) vs {} (baseline); e2e: {} blocks every {} ms, {} frames\n",
+        args.coins,
+        args.coins * 7,
+        per(n_statuses),
+        per(n_diffs),
+        per(n_frames),
+        args.coins * 7,
+        args.e2e_blocks,
+        args.block_ms,
+        e2e.n_frames
+    );
+    let outcome = Outcome { title: "ticktrade bench hl".into(), notes, series, summary: None };
+    emit_outcome(outcome, &args.output)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,11 @@
 //! priority, IOC and market orders that sweep a few levels), timing (`Instant`: this is the
 //! I/O side), the end-state equality check and the output.
 //! Must not: change what it measures between runs: the stream depends only on `--seed`.
+//!
+//! Operations are timed per batch of `BATCH`, so the table shows the spread of ns/op over every
+//! batch of every pass. `--json` prints the summary object first (`ticktrade_ops_per_sec`,
+//! `baseline_ops_per_sec`, `ratio`, …), then one line per series (`match_op` beside
+//! `match_naive_op`, `match_book_l4` beside `match_book_btreemap`).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hint::black_box;
@@ -21,11 +26,12 @@ use ticktrade_exchange::{
     SynthConfig, SynthMarket, TimeInForce,
 };
 
+use super::report::{Outcome, Output, emit_outcome, series_of_samples};
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Print one JSON object instead of the table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: Output,
     /// Timed order operations per pass (place, cancel, edit, aggressive).
     #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     ops: u64,
@@ -38,6 +44,28 @@ pub struct Args {
     /// Workload seed.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Simulated seconds of the synthetic-market figure.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(i64).range(1..=600))]
+    synth_seconds: i64,
+}
+
+/// Operations timed together for one ns/op sample.
+const BATCH: usize = 1024;
+
+/// Runs `op` over `ops` in batches of `BATCH`; adds each batch's ns/op to `per_batch` and
+/// returns the total ns and the number of ops `op` accepted.
+fn time_ops(ops: &[Op], per_batch: &mut Vec<f64>, mut op: impl FnMut(&Op) -> bool) -> (f64, usize) {
+    let (mut total, mut n_ok) = (0u128, 0usize);
+    for batch in ops.chunks(BATCH) {
+        let start = Instant::now();
+        for o in batch {
+            n_ok += usize::from(op(black_box(o)));
+        }
+        let ns = start.elapsed().as_nanos();
+        total += ns;
+        per_batch.push(ns as f64 / batch.len() as f64);
+    }
+    (total as f64, n_ok)
 }
 
 /// Mid price in ticks (50 000 USD at tick 0.5); bids rest below, asks above.
@@ -205,8 +233,13 @@ fn naive_op(m: &mut NaiveMatcher, op: &Op, fills: &mut Vec<ticktrade_exchange::n
     }
 }
 
-/// Runs the timed ops `passes` times on fresh state; returns (median ns/op, last state).
-fn time_engine(w: &Workload, passes: usize) -> anyhow::Result<(f64, Exchange, InstrumentId, usize)> {
+/// Runs the timed ops `passes` times on fresh state; returns (median ns/op, last state), and
+/// adds every batch's ns/op to `per_batch`.
+fn time_engine(
+    w: &Workload,
+    passes: usize,
+    per_batch: &mut Vec<f64>,
+) -> anyhow::Result<(f64, Exchange, InstrumentId, usize)> {
     let mut samples = Vec::new();
     let mut last = None;
     for _ in 0..passes {
@@ -217,19 +250,15 @@ fn time_engine(w: &Workload, passes: usize) -> anyhow::Result<(f64, Exchange, In
                 bail!("setup order refused: {op:?}");
             }
         }
-        let mut n_ok = 0usize;
-        let start = Instant::now();
-        for op in &w.timed {
-            n_ok += usize::from(engine_op(&mut ex, perp, black_box(op), &mut out));
-        }
-        samples.push(start.elapsed().as_nanos() as f64 / w.timed.len() as f64);
+        let (ns, n_ok) = time_ops(&w.timed, per_batch, |op| engine_op(&mut ex, perp, op, &mut out));
+        samples.push(ns / w.timed.len() as f64);
         last = Some((ex, perp, n_ok));
     }
     let (ex, perp, n_ok) = last.context("no pass ran")?;
     Ok((median(&mut samples), ex, perp, n_ok))
 }
 
-fn time_naive(w: &Workload, passes: usize) -> (f64, NaiveMatcher, usize) {
+fn time_naive(w: &Workload, passes: usize, per_batch: &mut Vec<f64>) -> (f64, NaiveMatcher, usize) {
     let mut samples = Vec::new();
     let mut last = (NaiveMatcher::new(), 0);
     for _ in 0..passes {
@@ -238,12 +267,8 @@ fn time_naive(w: &Workload, passes: usize) -> (f64, NaiveMatcher, usize) {
         for op in &w.setup {
             naive_op(&mut m, op, &mut fills);
         }
-        let mut n_ok = 0usize;
-        let start = Instant::now();
-        for op in &w.timed {
-            n_ok += usize::from(naive_op(&mut m, black_box(op), &mut fills));
-        }
-        samples.push(start.elapsed().as_nanos() as f64 / w.timed.len() as f64);
+        let (ns, n_ok) = time_ops(&w.timed, per_batch, |op| naive_op(&mut m, op, &mut fills));
+        samples.push(ns / w.timed.len() as f64);
         last = (m, n_ok);
     }
     (median(&mut samples), last.0, last.1)
@@ -378,8 +403,9 @@ fn book_op(book: &mut impl BookLayer, op: &Op) {
     }
 }
 
-/// Median ns per op of the book layer alone over the timed ops.
-fn time_book<B: BookLayer>(w: &Workload, passes: usize, fresh: impl Fn() -> B) -> (f64, B) {
+/// Median ns per op of the book layer alone over the timed ops; every batch's ns/op goes to
+/// `per_batch`.
+fn time_book<B: BookLayer>(w: &Workload, passes: usize, per_batch: &mut Vec<f64>, fresh: impl Fn() -> B) -> (f64, B) {
     let mut samples = Vec::new();
     let mut last = fresh();
     for _ in 0..passes {
@@ -387,22 +413,19 @@ fn time_book<B: BookLayer>(w: &Workload, passes: usize, fresh: impl Fn() -> B) -
         for op in &w.setup {
             book_op(&mut book, op);
         }
-        let start = Instant::now();
-        for op in &w.timed {
-            book_op(&mut book, black_box(op));
-        }
-        samples.push(start.elapsed().as_nanos() as f64 / w.timed.len() as f64);
+        let (ns, _) = time_ops(&w.timed, per_batch, |op| {
+            book_op(&mut book, op);
+            true
+        });
+        samples.push(ns / w.timed.len() as f64);
         last = book;
     }
     (median(&mut samples), last)
 }
 
-/// Simulated seconds the synthetic-market figure runs for.
-const SYNTH_SECONDS: i64 = 5;
-
 /// Book changes per wall-clock second the synthetic market generates across all built-in
 /// instruments at 200 000 actions per simulated second (steps of 1 ms).
-fn time_synth(seed: u64) -> anyhow::Result<(f64, u64)> {
+fn time_synth(seed: u64, synth_seconds: i64) -> anyhow::Result<(f64, u64)> {
     let catalogue = Catalogue::builtin(CatalogueParams::default()).context("catalogue")?;
     let mut ex = Exchange::new(catalogue, Config::default());
     let mut synth = SynthMarket::new(&mut ex, SynthConfig { seed, actions_per_sec: 200_000, ..SynthConfig::default() });
@@ -411,7 +434,7 @@ fn time_synth(seed: u64) -> anyhow::Result<(f64, u64)> {
     synth.step(&mut ex, t0, &mut out); // builds every book, untimed
     let mut changes = 0u64;
     let start = Instant::now();
-    for ms in 1..=SYNTH_SECONDS * 1_000 {
+    for ms in 1..=synth_seconds * 1_000 {
         out.clear();
         changes += synth.step(&mut ex, Utc(t0.0 + ms * 1_000_000), &mut out).book_changes;
     }
@@ -443,8 +466,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }] += 1;
     }
 
-    let (tt_ns, ex, perp, tt_ok) = time_engine(&workload, passes)?;
-    let (base_ns, naive, base_ok) = time_naive(&workload, baseline_passes);
+    let (mut tt_batches, mut base_batches, mut l4_batches, mut btree_batches) = (vec![], vec![], vec![], vec![]);
+    let (tt_ns, ex, perp, tt_ok) = time_engine(&workload, passes, &mut tt_batches)?;
+    let (base_ns, naive, base_ok) = time_naive(&workload, baseline_passes, &mut base_batches);
 
     // Same stream, same rules: the books and the accepted-op counts must agree.
     let book = ex.book(perp).context("book")?;
@@ -458,8 +482,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         bail!("accepted operations differ: ticktrade {tt_ok}, naive {base_ok}");
     }
     let depth = (book.depth(Side::Buy), book.depth(Side::Sell));
-    let (l4_ns, l4_book) = time_book(&workload, passes, || L4Book::<u32>::with_capacity(8_192, 1_024));
-    let (btree_ns, btree_book) = time_book(&workload, passes, BTreeBook::default);
+    let (l4_ns, l4_book) = time_book(&workload, passes, &mut l4_batches, || L4Book::<u32>::with_capacity(8_192, 1_024));
+    let (btree_ns, btree_book) = time_book(&workload, passes, &mut btree_batches, BTreeBook::default);
     for side in [Side::Buy, Side::Sell] {
         if BookLayer::levels(&l4_book, side) != btree_book.levels(side)
             || l4_book.levels(side).len() != depth_of(depth, side)
@@ -467,56 +491,76 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             bail!("the book layers disagree on the {side} side");
         }
     }
-    let (synth_rate, synth_changes) = time_synth(args.seed)?;
+    let (synth_rate, synth_changes) = time_synth(args.seed, args.synth_seconds)?;
 
     let tt_ops = 1e9 / tt_ns;
     let base_ops = 1e9 / base_ns;
     let ratio = tt_ops / base_ops;
-    if args.json {
-        let out = serde_json::json!({
-            "ticktrade_ops_per_sec": tt_ops,
-            "baseline_ops_per_sec": base_ops,
-            "ratio": ratio,
-            "ticktrade_ns_per_op": tt_ns,
-            "baseline_ns_per_op": base_ns,
-            "l4book_ns_per_op": l4_ns,
-            "btreemap_book_ns_per_op": btree_ns,
-            "synth_book_changes_per_sec": synth_rate,
-        });
-        println!("{out}");
-    } else {
-        println!(
-            "ticktrade bench match: {n_ops} ops on BTC-PERPETUAL (up to {DEPTH} levels/side), seed {}, \
-             median of {passes} (ticktrade) / {baseline_passes} (naive) passes",
-            args.seed
-        );
-        println!(
-            "mix: {} passive places, {} cancels, {} edits, {} IOC/market; {} accepted, {} refused",
-            mix[0],
-            mix[1],
-            mix[2],
-            mix[3],
-            tt_ok,
-            n_ops - tt_ok
-        );
-        println!("{:<34} {:>14} {:>10}", "matcher", "ops/s", "ns/op");
-        println!("{:<34} {:>14.0} {:>10.1}", "ticktrade-exchange (L4Book)", tt_ops, tt_ns);
-        println!("{:<34} {:>14.0} {:>10.1}", "naive (Vec, linear scans)", base_ops, base_ns);
-        println!("{:<34} {:>13.2}x", "speed-up (ticktrade / naive)", ratio);
-        println!(
-            "end state: both books identical, {} bid / {} ask levels, {} resting orders",
-            depth.0,
-            depth.1,
-            book.len()
-        );
-        println!("ticktrade's figure includes validation, margin checks, fills, positions and all events");
-        println!("book layer alone (same ops, no accounts or events):");
-        println!("{:<34} {:>14.0} {:>10.1}", "  L4Book (slab + sorted Vec index)", 1e9 / l4_ns, l4_ns);
-        println!("{:<34} {:>14.0} {:>10.1}", "  BTreeMap<price, VecDeque>", 1e9 / btree_ns, btree_ns);
-        println!("{:<34} {:>13.2}x", "  speed-up (BTreeMap / L4Book)", btree_ns / l4_ns);
-        println!(
-            "synthetic market: {synth_rate:.0} book changes/s ({synth_changes} changes in {SYNTH_SECONDS} simulated s, all instruments)"
-        );
-    }
+    let summary = serde_json::json!({
+        "ticktrade_ops_per_sec": tt_ops,
+        "baseline_ops_per_sec": base_ops,
+        "ratio": ratio,
+        "ticktrade_ns_per_op": tt_ns,
+        "baseline_ns_per_op": base_ns,
+        "l4book_ns_per_op": l4_ns,
+        "btreemap_book_ns_per_op": btree_ns,
+        "synth_book_changes_per_sec": synth_rate,
+    });
+    let naive_series = series_of_samples("match_naive_op", &base_batches);
+    let btree_series = series_of_samples("match_book_btreemap", &btree_batches);
+    let series = vec![
+        series_of_samples("match_op", &tt_batches).with_baseline_p50(naive_series.percentiles.p50),
+        naive_series,
+        series_of_samples("match_book_l4", &l4_batches).with_baseline_p50(btree_series.percentiles.p50),
+        btree_series,
+    ];
+
+    let mut notes = format!(
+        "ticktrade bench match: {n_ops} ops on BTC-PERPETUAL (up to {DEPTH} levels/side), seed {}, \
+         median of {passes} (ticktrade) / {baseline_passes} (naive) passes\n\
+         mix: {} passive places, {} cancels, {} edits, {} IOC/market; {} accepted, {} refused\n",
+        args.seed,
+        mix[0],
+        mix[1],
+        mix[2],
+        mix[3],
+        tt_ok,
+        n_ops - tt_ok
+    );
+    let mut row = |label: &str, ops: String, ns: String| {
+        notes.push_str(format!("{label:<34} {ops:>14} {ns:>10}").trim_end());
+        notes.push('\n');
+    };
+    row("matcher", "ops/s".into(), "ns/op".into());
+    row("ticktrade-exchange (L4Book)", format!("{tt_ops:.0}"), format!("{tt_ns:.1}"));
+    row("naive (Vec, linear scans)", format!("{base_ops:.0}"), format!("{base_ns:.1}"));
+    row("speed-up (ticktrade / naive)", format!("{ratio:.2}x"), String::new());
+    notes.push_str(&format!(
+        "end state: both books identical, {} bid / {} ask levels, {} resting orders\n\
+         ticktrade's figure includes validation, margin checks, fills, positions and all events\n\
+         book layer alone (same ops, no accounts or events):\n",
+        depth.0,
+        depth.1,
+        book.len()
+    ));
+    let mut row = |label: &str, ops: String, ns: String| {
+        notes.push_str(format!("{label:<34} {ops:>14} {ns:>10}").trim_end());
+        notes.push('\n');
+    };
+    row("  L4Book (slab + sorted Vec index)", format!("{:.0}", 1e9 / l4_ns), format!("{l4_ns:.1}"));
+    row("  BTreeMap<price, VecDeque>", format!("{:.0}", 1e9 / btree_ns), format!("{btree_ns:.1}"));
+    row("  speed-up (BTreeMap / L4Book)", format!("{:.2}x", btree_ns / l4_ns), String::new());
+    notes.push_str(&format!(
+        "synthetic market: {synth_rate:.0} book changes/s ({synth_changes} changes in {} simulated s, all instruments)\n\
+         table: ns per operation over batches of {BATCH} operations\n",
+        args.synth_seconds
+    ));
+    let outcome = Outcome {
+        title: "ticktrade bench match (ns per order operation)".into(),
+        notes,
+        series,
+        summary: Some(summary),
+    };
+    emit_outcome(outcome, &args.output)?;
     Ok(ExitCode::SUCCESS)
 }

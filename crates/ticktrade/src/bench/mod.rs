@@ -1,12 +1,18 @@
-//! `ticktrade bench …`: each benchmark measures ticktrade and a baseline in the same run.
+//! `ticktrade bench …`: each benchmark measures ticktrade and a baseline in the same run, and
+//! reports in one format (`report`: aligned percentile table, `--json` lines, `--plot` SVG);
+//! `bench all` runs them all and writes a Markdown report.
 
 use std::process::ExitCode;
 
+use clap::Parser as _;
+
+mod all;
 mod book;
 mod feed;
 mod hl;
 mod matching;
 mod order;
+mod report;
 mod tick_to_trade;
 
 #[derive(clap::Args, Debug)]
@@ -30,6 +36,8 @@ enum Which {
     Order(order::Args),
     /// Fan-out server: upstream frame received → downstream frame written with 1…1,000 clients, beside bare writes.
     Feed(feed::Args),
+    /// Every benchmark in turn, with a progress bar; writes DIR/REPORT.md, DIR/results.jsonl and the plots.
+    All(all::Args),
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -40,5 +48,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Which::TickToTrade(args) => tick_to_trade::run(args),
         Which::Order(args) => order::run(args),
         Which::Feed(args) => feed::run(args),
+        Which::All(args) => all::run(args),
     }
+}
+
+/// `ticktrade bench …` parsed from words, for `bench all`.
+#[derive(clap::Parser, Debug)]
+#[command(name = "ticktrade")]
+struct Words {
+    #[command(subcommand)]
+    command: WordsCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum WordsCommand {
+    Bench(Args),
+}
+
+/// Runs the benchmark that `argv` (`["bench", NAME, flags…]`) names, in this process.
+fn run_argv(argv: &[String]) -> anyhow::Result<ExitCode> {
+    let words = Words::try_parse_from(std::iter::once("ticktrade".to_owned()).chain(argv.iter().cloned()))
+        .map_err(|e| anyhow::anyhow!("{}", e.render()))?;
+    let WordsCommand::Bench(args) = words.command;
+    anyhow::ensure!(!matches!(args.which, Which::All(_)), "bench all does not run itself");
+    run(args)
 }

@@ -7,8 +7,8 @@
 //!
 //! Owns: the run's wiring, the series it reports and their names (`tick_to_trade` = t5 − t0,
 //! `tick_to_encoded` = t4 − t0, `write_floor` = a bare write of the last order's bytes on the
-//! same socket, per-stage spans, `exchange_tick_to_order` = the exchange's view), and the shared
-//! output helper (`emit`: table, `--json` lines, `--plot` SVG) that `bench order` uses too.
+//! same socket, per-stage spans, `exchange_tick_to_order` = the exchange's view); the output is
+//! the common `report::emit` (table, `--json` lines, `--plot` SVG).
 //! Must not: time anything itself on the hot side; the stamps come from the hot loop's rings.
 //!
 //! The exchange side is `ticktrade_gateway::hot::exchange::ExchangeSide` (an in-process
@@ -30,7 +30,7 @@ use ticktrade_gateway::hot::feed::{SyntheticFeed, btc_perpetual, warm_up};
 use ticktrade_gateway::hot::{
     HotConfig, HotLoop, LoopReport, Pipeline, QuoteOnTick, Recorded, handshake, spawn_recorder,
 };
-use ticktrade_latency::{Histogram, Series, Stage, TscClock, spsc_ring, svg_string, table_string, write_json_lines};
+use ticktrade_latency::{Histogram, Series, Stage, TscClock, spsc_ring};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -221,25 +221,6 @@ fn build_series(hot: &SideResult, base: Option<&SideResult>) -> Vec<Series> {
     out
 }
 
-/// Prints `notes` and the table (stdout, or stderr with `json`), the JSON lines (stdout), and
-/// writes the plot of the series that are not per-stage spans.
-pub(crate) fn emit(
-    notes: &str,
-    series: &[Series],
-    json: bool,
-    plot: Option<&std::path::Path>,
-    title: &str,
-) -> anyhow::Result<()> {
-    let text = format!("{notes}{}", table_string(series));
-    if json {
-        eprint!("{text}");
-        write_json_lines(std::io::stdout().lock(), series).context("writing JSON lines")?;
-    } else {
-        print!("{text}");
-    }
-    if let Some(path) = plot {
-        let plotted: Vec<Series> = series.iter().filter(|s| !s.name.starts_with("stage_")).cloned().collect();
-        std::fs::write(path, svg_string(title, &plotted)).with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(())
-}
+/// The common output (table, `--json` lines, `--plot` SVG), shared by every benchmark
+/// (`bench order` reaches it through here).
+pub(crate) use super::report::emit;

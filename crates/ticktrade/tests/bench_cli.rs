@@ -1,0 +1,196 @@
+//! `ticktrade bench all --quick --report DIR` and every benchmark's `--json`, through the real
+//! binary: the report's structure, every plot an SVG with axis labels, the JSON key sets, and a
+//! failing benchmark reported as failed while the others still run.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ticktrade");
+
+/// Every benchmark with small sizes (the same ones `bench all --quick` uses).
+const BENCHES: &[(&str, &[&str])] = &[
+    ("book", &["--deltas", "20000", "--passes", "5"]),
+    ("match", &["--ops", "5000", "--passes", "1", "--synth-seconds", "1"]),
+    ("hl", &["--coins", "8", "--orders-per-block", "40", "--blocks", "20", "--e2e-blocks", "20", "--block-ms", "10"]),
+    ("tick-to-trade", &["--ticks", "300", "--gap-us", "20"]),
+    ("order", &["--orders", "200", "--gap-us", "20"]),
+    ("feed", &["--clients", "1,10", "--seconds", "1"]),
+];
+
+const SERIES_KEYS: [&str; 10] = ["name", "unit", "count", "min", "p50", "p75", "p90", "p99", "p999", "max"];
+const BOOK_SUMMARY_KEYS: [&str; 5] =
+    ["ticktrade_ns_per_delta", "baseline_ns_per_delta", "ratio", "aggregate_all_variants_ns", "deep_book_ns_per_delta"];
+
+/// The benchmarks measure loopback latency on a 2-core machine: one run at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn keys(value: &Value) -> BTreeSet<String> {
+    value.as_object().expect("a JSON object").keys().cloned().collect()
+}
+
+/// A series line has exactly the common keys, plus `baseline_p50` and `ratio` together or not
+/// at all; numbers are integers in order.
+fn check_series_line(line: &Value, context: &str) {
+    let mut want: BTreeSet<String> = SERIES_KEYS.iter().map(|k| (*k).to_owned()).collect();
+    if line.get("baseline_p50").is_some() {
+        want.extend(["baseline_p50".to_owned(), "ratio".to_owned()]);
+    }
+    assert_eq!(keys(line), want, "{context}: {line}");
+    assert_eq!(line["unit"], "ns", "{context}");
+    let n = |k: &str| line[k].as_u64().unwrap_or_else(|| panic!("{context}: {k} not an integer in {line}"));
+    assert!(n("count") > 0, "{context}: {line}");
+    let ordered = ["min", "p50", "p75", "p90", "p99", "p999", "max"].map(n);
+    assert!(ordered.windows(2).all(|w| w[0] <= w[1]), "{context}: percentiles out of order in {line}");
+    if let Some(ratio) = line["ratio"].as_f64() {
+        let expected = n("baseline_p50") as f64 / n("p50") as f64;
+        assert!((ratio - expected).abs() < 1e-6 * expected.max(1.0), "{context}: ratio in {line}");
+    }
+}
+
+fn check_svg(path: &Path) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{}: not XML: {e}", path.display()));
+    assert_eq!(doc.root_element().tag_name().name(), "svg", "{}", path.display());
+    let texts: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| n.descendants().filter_map(|d| d.text()).collect::<String>())
+        .collect();
+    assert!(texts.iter().any(|t| t.starts_with("percentile")), "{}: no x-axis label in {texts:?}", path.display());
+    assert!(texts.iter().any(|t| t.starts_with("latency")), "{}: no y-axis label in {texts:?}", path.display());
+    assert!(doc.descendants().any(|n| n.has_tag_name("path") || n.has_tag_name("polyline")), "{}", path.display());
+}
+
+#[test]
+fn bench_all_quick_writes_the_report() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&["bench", "all", "--quick", "--report", dir.path().to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench all failed: {stderr}\n{}", String::from_utf8_lossy(&out.stdout));
+    for (name, _) in BENCHES {
+        assert!(stderr.contains(&format!("bench {name}: done")), "no progress line for {name}: {stderr}");
+    }
+
+    let report = std::fs::read_to_string(dir.path().join("REPORT.md")).unwrap();
+    assert!(report.starts_with("# ticktrade benchmark report\n"), "{report}");
+    for row in
+        ["| command | `", "| CPU | ", "| cores | ", "| kernel | ", "| load average at start", "| load average at end"]
+    {
+        assert!(report.contains(row), "machine row {row:?} missing:\n{report}");
+    }
+    assert!(report.contains("bench all --quick --report"), "the command is missing");
+    assert!(report.contains("## Summary"));
+    let sections: Vec<&str> = report.split("\n## ").skip(1).collect();
+    let names: Vec<&str> = sections.iter().map(|s| s.lines().next().unwrap()).collect();
+    let mut expected = vec!["Summary"];
+    expected.extend(BENCHES.iter().map(|(n, _)| *n));
+    assert_eq!(names, expected);
+    for (section, (name, _)) in sections[1..].iter().zip(BENCHES) {
+        assert!(section.contains(&format!("Command: `ticktrade bench {name} ")), "{name}: no command");
+        assert!(
+            section.contains("| name | count | min | p50 | p75 | p90 | p99 | p99.9 | max |"),
+            "{name}: no percentile table:\n{section}"
+        );
+        let table_rows = section.lines().filter(|l| l.starts_with("| `")).count();
+        assert!(table_rows >= 2, "{name}: {table_rows} series rows");
+        assert!(section.contains("Baseline and ratio:"), "{name}");
+        assert!(section.contains(" → ") && section.contains("x\n"), "{name}: no baseline ratio line:\n{section}");
+        assert!(section.contains("Goals (issue "), "{name}");
+        assert!(
+            ["| met |", "| **missed** |", "| not measured |"].iter().any(|v| section.contains(v)),
+            "{name}: no goal verdict"
+        );
+        let link = format!("]({name}.svg)");
+        assert!(section.contains(&link), "{name}: plot not linked");
+        check_svg(&dir.path().join(format!("{name}.svg")));
+    }
+    // The summary table has a row per benchmark, each ok.
+    for (name, _) in BENCHES {
+        assert!(report.contains(&format!("| [{name}](#{name}) | ok | ")), "{name} not ok in the summary");
+    }
+
+    let results = std::fs::read_to_string(dir.path().join("results.jsonl")).unwrap();
+    let lines: Vec<Value> = results.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    for (name, _) in BENCHES {
+        let mine: Vec<&Value> = lines.iter().filter(|l| l["bench"] == *name).collect();
+        let series: Vec<&Value> = mine.iter().copied().filter(|l| l.get("name").is_some()).collect();
+        assert!(series.len() >= 2, "{name}: {} series in results.jsonl", series.len());
+        for line in series {
+            let mut line = line.clone();
+            line.as_object_mut().unwrap().remove("bench");
+            check_series_line(&line, name);
+        }
+    }
+}
+
+#[test]
+fn every_bench_prints_json_lines_in_the_common_format() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for (name, args) in BENCHES {
+        let mut argv = vec!["bench", name];
+        argv.extend_from_slice(args);
+        argv.push("--json");
+        let out = run(&argv);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "bench {name} --json failed: {stderr}");
+        assert!(stderr.contains("p99.9"), "bench {name}: the table goes to stderr with --json: {stderr}");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bench {name}: {e}: {l}")))
+            .collect();
+        let mut series = lines.iter().filter(|l| l.get("name").is_some()).peekable();
+        assert!(series.peek().is_some(), "bench {name}: no series lines");
+        let mut with_baseline = 0;
+        for line in series {
+            check_series_line(line, name);
+            with_baseline += usize::from(line.get("baseline_p50").is_some());
+        }
+        assert!(with_baseline > 0, "bench {name}: no series has a baseline");
+        if *name == "book" {
+            let want: BTreeSet<String> = BOOK_SUMMARY_KEYS.iter().map(|k| (*k).to_owned()).collect();
+            assert_eq!(keys(&lines[0]), want, "bench book's issue-3 object must come first, exactly");
+            let ratio = lines[0]["ratio"].as_f64().unwrap();
+            let quotient = lines[0]["baseline_ns_per_delta"].as_f64().unwrap()
+                / lines[0]["ticktrade_ns_per_delta"].as_f64().unwrap();
+            assert!((ratio - quotient).abs() < 1e-9 * quotient, "{}", lines[0]);
+        } else if *name != "match" {
+            assert!(lines.iter().all(|l| l.get("name").is_some()), "bench {name}: only series lines expected");
+        }
+    }
+}
+
+#[test]
+fn a_failing_bench_is_reported_and_the_others_still_run() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().unwrap();
+    // book's plot cannot be written (a directory stands where the file goes): book fails.
+    std::fs::create_dir(dir.path().join("book.svg")).unwrap();
+    let out = run(&["bench", "all", "--quick", "--only", "book,order", "--report", dir.path().to_str().unwrap()]);
+    assert!(!out.status.success(), "a failed benchmark must fail the run");
+    let report = std::fs::read_to_string(dir.path().join("REPORT.md")).unwrap();
+    assert!(report.contains("| [book](#book) | **failed** |"), "{report}");
+    assert!(report.contains("| [order](#order) | ok |"), "{report}");
+    assert!(report.contains("**Failed** after") && report.contains("book.svg"), "{report}");
+    check_svg(&dir.path().join("order.svg"));
+    let results = std::fs::read_to_string(dir.path().join("results.jsonl")).unwrap();
+    let lines: Vec<Value> = results.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.iter().any(|l| l["bench"] == "book" && l["error"].is_string()), "{results}");
+    assert!(lines.iter().any(|l| l["bench"] == "order" && l["name"] == "order_call_to_write"), "{results}");
+
+    let out = run(&["bench", "all", "--only", "nope", "--report", dir.path().to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("expected one of book, match, hl, tick-to-trade, order, feed")
+    );
+}
