@@ -256,9 +256,24 @@ where
     *out = acc.out;
 }
 
-/// `aggregate` over one side of an `L2Book`.
+/// `aggregate` over one side of an `L2Book`. When the side is all in its dense window, each
+/// bucket is taken whole from the ladder (its price is also its far edge).
 pub fn aggregate_book(book: &L2Book, side: Side, grouping: Grouping, n: usize, out: &mut Vec<AggLevel>) {
-    aggregate(book.levels(side), side, grouping, n, out);
+    let Some(mut cursor) = book.dense_cursor(side) else {
+        aggregate(book.levels(side), side, grouping, n, out);
+        return;
+    };
+    out.clear();
+    while out.len() < n {
+        let Some(p) = cursor.peek() else { break };
+        let band = grouping.band(p);
+        let bucket = match side {
+            Side::Buy => band.round::<true>(p),
+            Side::Sell => band.round::<false>(p),
+        };
+        let (qty, count) = cursor.take_through(bucket);
+        out.push(agg_level(bucket, qty, count));
+    }
 }
 
 /// One running bucket walk. Keeps the first `n` closed buckets in `out` and reports every

@@ -207,6 +207,28 @@ proptest! {
         }
     }
 
+    /// Deribit groups and every significant-figure rule on books all in the dense window
+    /// (each bucket taken whole by the cursor).
+    #[test]
+    fn single_grouping_on_dense_books_matches_naive(bids in levels_from(boundary_or_gappy_price(), Side::Buy), asks in levels_from(dense_price(), Side::Sell), width in 1i64..2000, n in 0usize..25) {
+        let mut book = L2Book::new();
+        let mut out = Vec::new();
+        for (side, levels) in [(Side::Buy, &bids), (Side::Sell, &asks)] {
+            for l in levels.iter() {
+                book.set_level(side, l.price, l.qty);
+            }
+        }
+        for (side, levels) in [(Side::Buy, &bids), (Side::Sell, &asks)] {
+            let ones: Vec<AggLevel> = levels.iter().map(|l| AggLevel { n: 1, ..*l }).collect();
+            aggregate_book(&book, side, Grouping::Ticks(width), n, &mut out);
+            prop_assert_eq!(&out, &naive(&ones, side, |_| i128::from(width), n), "{:?} width {}", side, width);
+            for precision in HlPrecision::ALL {
+                aggregate_book(&book, side, precision.grouping(), n, &mut out);
+                prop_assert_eq!(&out, &naive_hl(&ones, side, precision, n), "{:?} {:?}", side, precision);
+            }
+        }
+    }
+
     #[test]
     fn deribit_groups_match_naive((bids, asks) in both_sides(), width in 1i64..60, n in 0usize..25) {
         let mut book = L2Book::new();
