@@ -111,3 +111,10 @@ def test_live_trades(info):
             assert trade["coin"] == "BTC" and trade["side"] in ("A", "B")
             assert Decimal(trade["px"]) > 0 and Decimal(trade["sz"]) > 0
             assert len(trade["users"]) == 2
+
+
+def test_start_up_with_perp_dexs(hl_server):
+    # With perp_dexs given, Info() also asks POST /info {"type":"perpDexs"} at start-up.
+    client = Info(base_url=f"http://127.0.0.1:{hl_server.port}", skip_ws=True, perp_dexs=[""])
+    assert client.perp_dexs()[0] is None
+    assert client.name_to_coin["BTC"] == "BTC"
