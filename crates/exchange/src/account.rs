@@ -6,8 +6,8 @@
 //! Must not: touch the book or emit events (the engine does both).
 //!
 //! Money (balances, fees, PnL, equity, margin, and the mark and average prices they use) is
-//! [`Money`]: an exact fixed-point count of 10^-18 units, never `f64`. Sums are exact; each
-//! product or quotient rounds half away from zero at the 18th place (see `money`).
+//! [`Money`]: an exact fixed-point count of 10^-12 units, never `f64`. Sums are exact; each
+//! product or quotient rounds half away from zero at the 12th place (see `money`).
 //!
 //! # Margin model (simple, documented, deterministic)
 //! - Futures (inverse and linear): initial margin `IM_RATE` (2 %) of the notional at mark,
@@ -30,13 +30,13 @@ use crate::catalogue::{CurrencyId, Instrument};
 use crate::money::Money;
 
 /// Initial margin rate of futures: 2 %.
-pub const IM_RATE: Money = Money::from_raw(20_000_000_000_000_000);
+pub const IM_RATE: Money = Money::from_raw(20_000_000_000);
 /// Maintenance margin rate of futures: 1 %.
-pub const MM_RATE: Money = Money::from_raw(10_000_000_000_000_000);
-const OPTION_SHORT_IM: Money = Money::from_raw(100_000_000_000_000_000); // 0.10
-const OPTION_SHORT_MM: Money = Money::from_raw(75_000_000_000_000_000); // 0.075
-const OPTION_FEE_CAP: Money = Money::from_raw(125_000_000_000_000_000); // 12.5 % of the premium
-const HALF: Money = Money::from_raw(500_000_000_000_000_000);
+pub const MM_RATE: Money = Money::from_raw(10_000_000_000);
+const OPTION_SHORT_IM: Money = Money::from_raw(100_000_000_000); // 0.10
+const OPTION_SHORT_MM: Money = Money::from_raw(75_000_000_000); // 0.075
+const OPTION_FEE_CAP: Money = Money::from_raw(125_000_000_000); // 12.5 % of the premium
+const HALF: Money = Money::from_raw(500_000_000_000);
 
 /// An account's position in one instrument.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -340,8 +340,8 @@ mod tests {
         let mut pos = Position::default();
         pos.apply_fill(perp, Side::Sell, Price::from_raw(100_000), Qty::from_raw(1));
         pos.apply_fill(perp, Side::Sell, Price::from_raw(200_000), Qty::from_raw(1));
-        // 20 USD over 10/50 000 + 10/100 000 coin: 66 666.67 (rounded at the 18th place).
-        assert_eq!(pos.average_price.to_string(), "66666.666666666666666667");
+        // 20 USD over 10/50 000 + 10/100 000 coin: 66 666.67 (rounded at the 12th place).
+        assert_eq!(pos.average_price.to_string(), "66666.666666666667");
         pos.apply_fill(perp, Side::Buy, Price::from_raw(100_000), Qty::from_raw(3));
         assert_eq!((pos.size, pos.average_price), (1, m("50000")));
     }

@@ -28,7 +28,7 @@
 //! - `engine`: `Exchange`, `Config`, `Request`, placement and validation.
 //! - `matching`: the match loop, fills, and the per-request event flush.
 //! - `manage`: cancel, cancel-all, edit, close-position, GTD expiry, triggers.
-//! - `money`: `Money`, exact fixed-point (10^-18) balances, fees, PnL and margins.
+//! - `money`: `Money`, exact fixed-point (10^-12) balances, fees, PnL and margins.
 //! - `account`: positions, balances, fees, the margin model.
 //! - `query`: price inputs and read-only queries (orders, positions, summary, book, ticker…).
 //! - `naive`: `NaiveMatcher`, the linear-scan reference matcher (tests, bench baseline).
