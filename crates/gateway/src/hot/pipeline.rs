@@ -114,7 +114,7 @@ impl<S: Strategy> Pipeline<S> {
             last_order: None,
             scratch_updates: Vec::with_capacity(max_updates),
             scratch_out: Vec::with_capacity(512),
-            touch_ahead: true,
+            touch_ahead: false,
         }
     }
 
@@ -133,7 +133,8 @@ impl<S: Strategy> Pipeline<S> {
     /// Whether `on_frame` starts by loading one byte of every cache line the frame's compute
     /// will read besides the frame (decoder and encoder constants, the decode buffer, the
     /// book's top, the order frame buffer), so that after an idle wait the cache misses
-    /// overlap instead of coming one at a time (on by default; measured in docs/PERFORMANCE.md).
+    /// overlap instead of coming one at a time (off by default: not measurably better on the build
+    /// VM; docs/PERFORMANCE.md §6).
     pub fn set_touch_ahead(&mut self, on: bool) {
         self.touch_ahead = on;
     }

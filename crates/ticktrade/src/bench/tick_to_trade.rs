@@ -61,10 +61,10 @@ pub struct Args {
     /// blocking in read, so the next tick starts with warm caches (see docs/PERFORMANCE.md).
     #[arg(long)]
     pub prewarm: bool,
-    /// Do not touch the frame's working set when it arrives (`Pipeline::set_touch_ahead`), to
-    /// measure what touching it saves.
+    /// Touch the frame's working set as soon as it arrives (`Pipeline::set_touch_ahead`; off by
+    /// default: not measurably better here, see docs/PERFORMANCE.md).
     #[arg(long)]
-    pub no_touch_ahead: bool,
+    pub touch_ahead: bool,
     /// Also run the compute (t0 → t4) over the same frames from memory, warm (`mem_*`) and
     /// after evicting the caches before each frame (`mem_cold_*`).
     #[arg(long)]
@@ -110,7 +110,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut series = build_series(&hot, base.as_ref());
     if args.in_memory {
         let evict_kb = usize::try_from(args.evict_kb).context("--evict-kb")?;
-        series.extend(in_memory::run(&spec, &feed, &clock, args.every, evict_kb, !args.no_touch_ahead));
+        series.extend(in_memory::run(&spec, &feed, &clock, args.every, evict_kb, args.touch_ahead));
     }
     let mean_frame = feed.changes.iter().map(Vec::len).sum::<usize>() / feed.changes.len().max(1);
     let mut notes = format!(
@@ -120,11 +120,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if args.spin_gap { "spin" } else { "sleep" },
         args.every,
         if args.busy_poll { "busy-poll" } else { "blocking" },
-        match (args.prewarm, args.no_touch_ahead) {
+        match (args.prewarm, args.touch_ahead) {
             (false, false) => "",
             (true, false) => ", prewarm",
-            (false, true) => ", no touch-ahead",
-            (true, true) => ", prewarm, no touch-ahead",
+            (false, true) => ", touch-ahead",
+            (true, true) => ", prewarm, touch-ahead",
         },
         match (args.pin_core, loop_report.pinned) {
             (Some(core), true) => format!(", pinned to core {core}"),
@@ -160,7 +160,7 @@ fn run_hot(
 ) -> anyhow::Result<(SideResult, LoopReport)> {
     let spec = btc_perpetual().map_err(|e| anyhow!("spec: {e}"))?;
     let mut pipeline = Pipeline::new(&spec, QuoteOnTick::new(Qty::from_raw(1), args.every), feed.snapshot_levels);
-    pipeline.set_touch_ahead(!args.no_touch_ahead);
+    pipeline.set_touch_ahead(args.touch_ahead);
     // Warm-up pass (not reported): sizes the book and buffers, as a trader would before a session.
     let warm_orders = warm_up(&mut pipeline, feed, clock);
     let config = ExchangeConfig { gap, floor_every: args.floor_every, ticks: feed.changes.len(), spin: args.spin_gap };
