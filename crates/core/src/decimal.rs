@@ -21,7 +21,8 @@ pub struct Decimal {
     scale: u8,
 }
 
-const POW10: [i128; 39] = {
+/// Powers of ten that fit an `i128`: `POW10_I128[k] == 10^k` for `k` in `0..=38`.
+pub const POW10_I128: [i128; 39] = {
     let mut table = [1i128; 39];
     let mut i = 1;
     while i < 39 {
@@ -176,8 +177,9 @@ impl Decimal {
             scale = 0;
         }
         if scale < 0 {
-            let factor =
-                POW10.get(usize::try_from(-scale).map_err(|_| NumberError::Overflow)?).ok_or(NumberError::Overflow)?;
+            let factor = POW10_I128
+                .get(usize::try_from(-scale).map_err(|_| NumberError::Overflow)?)
+                .ok_or(NumberError::Overflow)?;
             mantissa = mantissa.checked_mul(*factor).ok_or(NumberError::Overflow)?;
             scale = 0;
         }
@@ -193,7 +195,7 @@ impl Decimal {
 
     /// The mantissa brought to `scale` decimal places (which must be ≥ `self.scale`).
     fn mantissa_at(self, scale: u8) -> i128 {
-        i128::from(self.mantissa) * POW10[usize::from(scale - self.scale)]
+        i128::from(self.mantissa) * POW10_I128[usize::from(scale - self.scale)]
     }
 
     /// How many whole `unit`s make `self`. Errors when `self` is not a multiple of `unit`
@@ -247,7 +249,7 @@ impl Decimal {
 
     /// The value as `f64`, for display and statistics only (never for an order value).
     pub fn to_f64_lossy(self) -> f64 {
-        self.mantissa as f64 / POW10[usize::from(self.scale)] as f64
+        self.mantissa as f64 / POW10_I128[usize::from(self.scale)] as f64
     }
 }
 
@@ -266,7 +268,7 @@ fn write_scaled(mantissa: i128, scale: u8, out: &mut Vec<u8>) {
         write_u128(magnitude, out);
         return;
     }
-    let pow = POW10[usize::from(scale)] as u128;
+    let pow = POW10_I128[usize::from(scale)] as u128;
     let int_part = magnitude / pow;
     let mut frac = magnitude % pow;
     write_u128(int_part, out);
