@@ -81,6 +81,12 @@ pub struct Order {
     pub trigger: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub triggered: Option<bool>,
+    /// Trailing stops only: the distance from the price peak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_offset: Option<Num>,
+    /// Trailing stops only: the trigger's price when the order was placed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_reference_price: Option<Num>,
 }
 
 /// The user trade object: `result.trades[]`, `get_user_trades_*`, `user.trades.*`.

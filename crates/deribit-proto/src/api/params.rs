@@ -135,6 +135,9 @@ pub struct OrderParams {
     pub trigger_price: Option<Num>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<String>,
+    /// `trailing_stop` only: the distance from the price peak at which the order fires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_offset: Option<Num>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valid_until: Option<i64>,
 }
@@ -162,6 +165,9 @@ pub struct EditParams {
     pub reduce_only: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger_price: Option<Num>,
+    /// `trailing_stop` only: a new distance from the price peak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_offset: Option<Num>,
 }
 
 /// Methods that take only an `order_id`: `private/cancel`, `get_order_state`, `get_user_trades_by_order`.
