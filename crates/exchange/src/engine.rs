@@ -22,7 +22,7 @@ use crate::history::History;
 use crate::money::Money;
 use crate::order::{
     AccountId, CancelReason, EditParams, Label, Order, OrderFilter, OrderState, OrderType, PlaceParams, Size,
-    TimeInForce, Trigger,
+    TimeInForce, Trigger, TriggerKind,
 };
 use crate::reject::Reject;
 
@@ -90,6 +90,9 @@ pub enum Request {
     CancelByLabel { label: Label, currency: Option<CurrencyId> },
     /// `private/cancel_all`, `…_by_instrument`, `…_by_currency`, `…_by_kind_or_type`.
     CancelAll(OrderFilter),
+    /// Cancel-on-disconnect: every live order of the account, each with `cancel_reason`
+    /// `cancel_on_disconnect` (as Deribit reports it).
+    CancelOnDisconnect,
     /// `private/close_position`: `Limit` needs a price, `Market` does not.
     ClosePosition { instrument: InstrumentId, order_type: OrderType, price: Option<Decimal> },
 }
@@ -254,12 +257,18 @@ impl Exchange {
             Request::Edit(params) => self.edit(now, account, &params, out).map(Reply::Order),
             Request::Cancel { order_id } => self.cancel(now, account, order_id, out).map(Reply::Order),
             Request::CancelByLabel { label, currency } => {
-                Ok(Reply::Count(self.cancel_where(now, account, out, |o, inst| {
+                Ok(Reply::Count(self.cancel_where(now, account, CancelReason::UserRequest, out, |o, inst| {
                     o.label == label && currency.is_none_or(|c| inst.settlement_currency == c)
                 })))
             }
             Request::CancelAll(filter) => {
-                Ok(Reply::Count(self.cancel_where(now, account, out, |o, inst| filter_matches(&filter, o, inst))))
+                let reason = CancelReason::UserRequest;
+                Ok(Reply::Count(
+                    self.cancel_where(now, account, reason, out, |o, inst| filter_matches(&filter, o, inst)),
+                ))
+            }
+            Request::CancelOnDisconnect => {
+                Ok(Reply::Count(self.cancel_where(now, account, CancelReason::CancelOnDisconnect, out, |_, _| true)))
             }
             Request::ClosePosition { instrument, order_type, price } => {
                 self.close_position(now, account, instrument, order_type, price, out).map(Reply::Order)
@@ -388,7 +397,11 @@ impl Exchange {
             } else {
                 None
             };
-            let reference = self.trigger_reference(p.instrument, kind);
+            // Before the first trade there is no last price: a trailing peak starts at the mark.
+            let reference = match self.trigger_reference(p.instrument, kind) {
+                r if r > 0.0 => r,
+                _ => self.trigger_reference(p.instrument, TriggerKind::MarkPrice),
+            };
             let trigger_price = match (p.trigger_price, offset) {
                 (Some(tp), _) => Exchange::parse_price(inst, tp, Reject::TRIGGER_PRICE_WRONG_TICK)?,
                 (None, Some(offset)) => {
@@ -397,7 +410,7 @@ impl Exchange {
                 }
                 (None, None) => return Err(Reject::invalid_params("trigger_price")),
             };
-            Some(Trigger { kind, price: trigger_price, offset, peak: reference })
+            Some(Trigger { kind, price: trigger_price, offset, peak: reference, reference })
         } else {
             if p.trigger.is_some() || p.trigger_price.is_some() {
                 return Err(Reject::INVALID_ARGUMENTS.with_data("trigger is only for trigger orders"));

@@ -120,11 +120,12 @@ impl Exchange {
         self.cancel_resting(now, id, CancelReason::UserRequest, out).ok_or(Reject::ORDER_NOT_FOUND)
     }
 
-    /// Cancels every live order of `account` that `pick` accepts; returns the count.
+    /// Cancels every live order of `account` that `pick` accepts, for `reason`; returns the count.
     pub(crate) fn cancel_where(
         &mut self,
         now: Utc,
         account: AccountId,
+        reason: CancelReason,
         out: &mut Vec<Event>,
         pick: impl Fn(&Order, &Instrument) -> bool,
     ) -> u32 {
@@ -139,7 +140,7 @@ impl Exchange {
         ids.sort_unstable();
         let mut n = 0;
         for &id in &ids {
-            if self.cancel_resting(now, id, CancelReason::UserRequest, out).is_some() {
+            if self.cancel_resting(now, id, reason, out).is_some() {
                 n += 1;
             }
         }
@@ -186,6 +187,16 @@ impl Exchange {
         let mut new_trigger = old.trigger;
         if let (Some(t), Some(tp)) = (new_trigger.as_mut(), p.trigger_price) {
             t.price = Exchange::parse_price(inst, tp, Reject::TRIGGER_PRICE_WRONG_TICK)?;
+        }
+        if let (Some(t), Some(offset)) = (new_trigger.as_mut(), p.trigger_offset) {
+            // Trailing: a new distance from the peak moves the stop level with it.
+            let Some(old_offset) = t.offset else { return Err(Reject::invalid_params("trigger_offset")) };
+            let ticks = Exchange::parse_price(inst, offset, Reject::TRIGGER_PRICE_WRONG_TICK)?.raw();
+            if ticks <= 0 {
+                return Err(Reject::invalid_params("trigger_offset"));
+            }
+            t.price = Price::from_raw(t.price.raw() + old.side.sign() * (ticks - old_offset));
+            t.offset = Some(ticks);
         }
         let mut order = old;
         order.amount = new_amount;

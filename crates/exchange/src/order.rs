@@ -113,6 +113,7 @@ wire_enum!(
         GoodTilDay = "good_til_day",
         Expired = "expired",
         ReduceOnly = "reduce_only",
+        CancelOnDisconnect = "cancel_on_disconnect",
     }
 );
 
@@ -175,6 +176,8 @@ pub struct Trigger {
     pub offset: Option<i64>,
     /// Trailing only: the best price seen since placement (`trigger_reference_price` at start).
     pub peak: f64,
+    /// The trigger's price when the order was placed (Deribit's `trigger_reference_price`).
+    pub reference: f64,
 }
 
 /// One order with its whole state. `Copy`, so events carry it by value.

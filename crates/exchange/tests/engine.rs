@@ -4,8 +4,9 @@
 
 use ticktrade_core::{Decimal, InstrumentId, Price, Qty, Side, Utc};
 use ticktrade_exchange::{
-    AccountId, BookAction, Catalogue, CatalogueParams, Config, EditParams, Event, Exchange, Label, Liquidity, Money,
-    OrderFilter, OrderState, OrderType, PlaceParams, Reject, Reply, Request, SelfTrade, Size, TimeInForce, TriggerKind,
+    AccountId, BookAction, CancelReason, Catalogue, CatalogueParams, Config, EditParams, Event, Exchange, Label,
+    Liquidity, Money, OrderFilter, OrderState, OrderType, PlaceParams, Reject, Reply, Request, SelfTrade, Size,
+    TimeInForce, TriggerKind,
 };
 
 const A: AccountId = AccountId(1);
@@ -495,4 +496,46 @@ fn reproduces_the_documented_private_buy_example() {
     // 40 / 203.3 × 0.00075 = 0.000147565174…; Deribit prints it to 8 places.
     assert_eq!(trade.fee.to_string(), "0.000147565175");
     assert!((trade.fee - m("0.00014757")).abs() < m("0.000000005"), "{}", trade.fee);
+}
+
+#[test]
+fn cancel_on_disconnect_cancels_every_order_of_the_account_with_its_own_reason() {
+    let mut env = Env::new();
+    let a1 = env.limit(A, Side::Buy, "10", "48000");
+    let a2 = env.limit(A, Side::Sell, "10", "52000");
+    let b = env.limit(B, Side::Buy, "10", "47000");
+    let by_user = env.limit(A, Side::Buy, "10", "47500");
+    env.req(A, Request::Cancel { order_id: by_user.id }).unwrap();
+    assert_eq!(env.req(A, Request::CancelOnDisconnect).unwrap(), Reply::Count(2));
+    for id in [a1.id, a2.id] {
+        let o = *env.ex.order(id).unwrap();
+        assert_eq!((o.state, o.cancel_reason), (OrderState::Cancelled, Some(CancelReason::CancelOnDisconnect)));
+        assert_eq!(CancelReason::CancelOnDisconnect.as_str(), "cancel_on_disconnect");
+    }
+    let o = *env.ex.order(by_user.id).unwrap();
+    assert_eq!(o.cancel_reason, Some(CancelReason::UserRequest));
+    assert_eq!(env.ex.order(b.id).unwrap().state, OrderState::Open, "another account's order stays");
+}
+
+#[test]
+fn trailing_stop_before_any_trade_starts_at_the_mark_and_its_offset_can_be_edited() {
+    let mut env = Env::new();
+    let trail = PlaceParams {
+        order_type: OrderType::TrailingStop,
+        trigger: Some(TriggerKind::LastPrice),
+        trigger_offset: Some(d("100")),
+        ..PlaceParams::market(env.perp, Side::Sell, d("10"))
+    };
+    let t = env.place(B, trail).unwrap();
+    let trigger = t.trigger.unwrap();
+    assert!(trigger.reference > 0.0, "no trade yet: the mark stands in for the last price");
+    let mark_ticks = (trigger.reference * 2.0).round() as i64;
+    assert_eq!(trigger.price, Price::from_raw(mark_ticks - 200));
+    assert_eq!(trigger.offset, Some(200));
+    let edit = EditParams { trigger_offset: Some(d("50")), ..EditParams::new(t.id, d("10"), None) };
+    let Reply::Order(edited) = env.req(B, Request::Edit(edit)).unwrap() else { panic!("not an order") };
+    let trigger = edited.trigger.unwrap();
+    assert_eq!((trigger.offset, trigger.price), (Some(100), Price::from_raw(mark_ticks - 100)));
+    let bad = EditParams { trigger_offset: Some(d("0")), ..EditParams::new(t.id, d("10"), None) };
+    assert!(env.req(B, Request::Edit(bad)).is_err());
 }

@@ -206,7 +206,17 @@ async fn cancel_on_disconnect_cancels_but_logout_does_not() {
     let mut c = Client::connect(&sim.ws_url()).await;
     c.auth().await;
     c.call("private/enable_cancel_on_disconnect", json!({})).await;
-    c.call("private/sell", json!({"instrument_name": "BTC-PERPETUAL", "amount": 10, "price": 1_000_000})).await;
+    let placed =
+        c.call("private/sell", json!({"instrument_name": "BTC-PERPETUAL", "amount": 10, "price": 1_000_000})).await;
+    let id = placed["result"]["order"]["order_id"].as_str().unwrap().to_owned();
+    let mut user = Client::connect(&sim.ws_url()).await;
+    user.auth().await;
+    let user_cancel =
+        user.call("private/sell", json!({"instrument_name": "BTC-PERPETUAL", "amount": 10, "price": 1_000_000})).await;
+    let user_id = user_cancel["result"]["order"]["order_id"].as_str().unwrap().to_owned();
+    let cancelled = user.call("private/cancel", json!({"order_id": user_id})).await;
+    assert_eq!(cancelled["result"]["cancel_reason"], "user_request", "{cancelled}");
+    drop(user);
     drop(c);
     let mut watcher = Client::connect(&sim.ws_url()).await;
     watcher.auth().await;
@@ -222,6 +232,9 @@ async fn cancel_on_disconnect_cancels_but_logout_does_not() {
         tokio::task::yield_now().await;
     }
     assert_eq!(open, 0);
+    let state = watcher.call("private/get_order_state", json!({"order_id": id})).await;
+    assert_eq!(state["result"]["order_state"], "cancelled", "{state}");
+    assert_eq!(state["result"]["cancel_reason"], "cancel_on_disconnect", "{state}");
 
     watcher.call("private/enable_cancel_on_disconnect", json!({})).await;
     watcher.call("private/sell", json!({"instrument_name": "BTC-PERPETUAL", "amount": 10, "price": 1_000_000})).await;
@@ -232,5 +245,63 @@ async fn cancel_on_disconnect_cancels_but_logout_does_not() {
     after.auth().await;
     let v = after.call("private/get_open_orders", json!({})).await;
     assert_eq!(v["result"].as_array().unwrap().len(), 1, "logout keeps orders: {v}");
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn trailing_stop_rests_untriggered_then_fires_when_the_market_falls() {
+    let sim = sim().await;
+    let mut c = Client::connect(&sim.ws_url()).await;
+    c.auth().await;
+    let offset = 20.0;
+    let placed = c
+        .call(
+            "private/sell",
+            json!({"instrument_name": "BTC-PERPETUAL", "amount": 10, "type": "trailing_stop",
+                   "trigger": "last_price", "trigger_offset": offset, "label": "trail"}),
+        )
+        .await;
+    let order = &placed["result"]["order"];
+    assert_eq!(order["order_state"], "untriggered", "{placed}");
+    assert_eq!(order["order_type"], "trailing_stop");
+    assert_eq!(order["trigger"], "last_price");
+    assert_eq!(order["trigger_offset"].as_f64(), Some(offset), "{placed}");
+    assert_eq!(order["triggered"], false);
+    let reference = order["trigger_reference_price"].as_f64().expect("trigger_reference_price");
+    assert!(reference > 0.0, "{placed}");
+    let level = order["trigger_price"].as_f64().unwrap();
+    assert!(
+        (reference - offset - level).abs() <= 0.5,
+        "stop level {level} is the reference {reference} less the offset"
+    );
+    let id = order["order_id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("BTC-TS"), "{id}");
+
+    // Move the market: an immediate-or-cancel sell sweeps the bids down to well below the stop
+    // (twice the visible size, so liquidity added meanwhile cannot hold the price up).
+    let book = c.call("public/get_order_book", json!({"instrument_name": "BTC-PERPETUAL", "depth": 1000})).await;
+    let best_bid = book["result"]["best_bid_price"].as_f64().unwrap();
+    let floor = (best_bid - 3.0 * offset).max(level - offset);
+    let floor = (floor / 0.5).floor() * 0.5;
+    let visible: f64 = book["result"]["bids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l[0].as_f64().unwrap() >= floor)
+        .map(|l| l[1].as_f64().unwrap())
+        .sum();
+    let amount = ((visible * 2.0 / 10.0).ceil() * 10.0).max(10.0);
+    let swept = c
+        .call(
+            "private/sell",
+            json!({"instrument_name": "BTC-PERPETUAL", "amount": amount, "price": floor,
+                   "time_in_force": "immediate_or_cancel"}),
+        )
+        .await;
+    assert!(!swept["result"]["trades"].as_array().expect("sweep result").is_empty(), "{swept}");
+
+    let state = c.call("private/get_order_state", json!({"order_id": id})).await;
+    assert_eq!(state["result"]["triggered"], true, "{state}");
+    assert_ne!(state["result"]["order_state"], "untriggered", "{state}");
     sim.shutdown().await;
 }

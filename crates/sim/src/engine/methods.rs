@@ -154,7 +154,7 @@ fn place_params(market: &Market, side: Side, p: &api::OrderParams) -> Result<Pla
         label: label(p.label.as_deref())?,
         trigger,
         trigger_price: p.trigger_price.map(|n| n.0),
-        trigger_offset: None,
+        trigger_offset: p.trigger_offset.map(|n| n.0),
         mmp: false,
         valid_until: p.valid_until.map(Utc::from_millis),
     })
@@ -289,7 +289,7 @@ pub fn call(
                 reject_post_only: p.reject_post_only.unwrap_or(false),
                 reduce_only: p.reduce_only.unwrap_or(false),
                 trigger_price: p.trigger_price.map(|n| n.0),
-                trigger_offset: None,
+                trigger_offset: p.trigger_offset.map(|n| n.0),
                 valid_until: None,
             };
             let start = out.len();

@@ -21,7 +21,7 @@ use serde_json::value::RawValue;
 use ticktrade_core::{InstrumentId, Utc};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use ticktrade_exchange::{Event, OrderFilter, Request};
+use ticktrade_exchange::{Event, Request};
 
 use crate::fault::{Fault, FaultLog, Faults};
 use crate::market::{AccountId, Market};
@@ -192,7 +192,7 @@ impl Engine {
             Command::Unregister { session, cancel_orders_of } => {
                 self.subs.unregister(session);
                 if let Some(account) = cancel_orders_of {
-                    let request = Request::CancelAll(OrderFilter::default());
+                    let request = Request::CancelOnDisconnect;
                     let cancelled = self.market.handle(now, account, request, &mut self.events);
                     tracing::info!(session, account, ?cancelled, "cancel-on-disconnect");
                     self.publish(now);

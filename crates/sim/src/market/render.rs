@@ -133,6 +133,10 @@ impl Market {
             trigger_price: trigger.map(|t| price_num(spec, t.price)),
             trigger: trigger.map(|t| t.kind.as_str().to_owned()),
             triggered: order.order_type.is_trigger().then_some(order.triggered),
+            trigger_offset: trigger.and_then(|t| t.offset).map(|ticks| price_num(spec, Price::from_raw(ticks))),
+            trigger_reference_price: trigger
+                .filter(|t| t.offset.is_some())
+                .map(|t| money(Money::from_f64_model(t.reference))),
         }
     }
 
