@@ -168,11 +168,9 @@ impl Deribit {
     fn record_placed(&self, result: api::OrderWithTrades, timing: RoundTrip) -> Placed {
         let order = convert::order(result.order);
         let fills: Vec<Fill> = result.trades.into_iter().map(convert::fill).collect();
-        if let Ok(mut oms) = self.inner.oms.lock() {
-            oms.apply_order(order.clone());
-            for fill in &fills {
-                oms.apply_fill(fill.clone());
-            }
+        self.inner.track_order(order.clone());
+        for fill in &fills {
+            self.inner.track_fill(fill.clone());
         }
         Placed { order, fills, timing }
     }
@@ -338,9 +336,7 @@ impl Venue for Deribit {
         let params = api::OrderIdParams { order_id };
         let (result, timing) = self.inner.call::<api::Order>("private/cancel", &params, Gate::Ready).await?;
         let view = convert::order(result);
-        if let Ok(mut oms) = self.inner.oms.lock() {
-            oms.apply_order(view.clone());
-        }
+        self.inner.track_order(view.clone());
         Ok((view, timing))
     }
 

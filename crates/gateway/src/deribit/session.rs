@@ -28,7 +28,7 @@ use super::limiter::{Class, Limiter, class_of};
 use super::rpc::{Answer, Reply, Rpc, RpcFailure};
 use super::{AuthMethod, DeribitConfig, convert};
 use crate::oms::OrderTracker;
-use crate::venue::{ConnState, InstrumentInfo, OrderView, Subscription, VenueError, VenueEvent};
+use crate::venue::{ConnState, Fill, InstrumentInfo, OrderView, Subscription, VenueError, VenueEvent};
 
 /// Whether a call waits for the session to be ready (user calls) or runs during setup.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -540,21 +540,31 @@ impl Inner {
 
     pub(crate) fn on_orders(&self, orders: Vec<api::Order>) {
         for order in orders {
-            let view = convert::order(order);
-            let changed = self.oms.lock().map(|mut oms| oms.apply_order(view.clone())).unwrap_or(false);
-            if changed {
-                self.emit(VenueEvent::Order(view));
-            }
+            self.track_order(convert::order(order));
         }
     }
 
     pub(crate) fn on_fills(&self, trades: Vec<api::UserTrade>) {
         for trade in trades {
-            let fill = convert::fill(trade);
-            let new = self.oms.lock().map(|mut oms| oms.apply_fill(fill.clone())).unwrap_or(false);
-            if new {
-                self.emit(VenueEvent::Fill(fill));
-            }
+            self.track_fill(convert::fill(trade));
+        }
+    }
+
+    /// Merges an order state into the tracker and emits it when it changed anything, whether
+    /// it came from a notification or from an RPC result: whichever of the two arrives first
+    /// produces the one event, the other is a duplicate.
+    pub(crate) fn track_order(&self, view: OrderView) {
+        let changed = self.oms.lock().map(|mut oms| oms.apply_order(view.clone())).unwrap_or(false);
+        if changed {
+            self.emit(VenueEvent::Order(view));
+        }
+    }
+
+    /// Like `track_order`, for a fill.
+    pub(crate) fn track_fill(&self, fill: Fill) {
+        let new = self.oms.lock().map(|mut oms| oms.apply_fill(fill.clone())).unwrap_or(false);
+        if new {
+            self.emit(VenueEvent::Fill(fill));
         }
     }
 }

@@ -73,8 +73,12 @@ impl Latencies {
     pub(crate) fn record(&mut self, rt: &RoundTrip) {
         self.local.record(rt.local_ns);
         self.round_trip.record(rt.round_trip_us.saturating_mul(1_000));
-        if let (Some(ex), Some(net)) = (rt.exchange_us, rt.network_us()) {
+        // The exchange's share is its own clock's and always stands; the network share only
+        // when the parts fit inside the round trip (see `RoundTrip::network_us`).
+        if let Some(ex) = rt.exchange_us {
             self.exchange.record(ex.saturating_mul(1_000));
+        }
+        if let Some(net) = rt.network_us() {
             self.network.record(net.saturating_mul(1_000));
         }
     }
