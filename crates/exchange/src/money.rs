@@ -28,15 +28,7 @@ use ticktrade_core::Decimal;
 pub const SCALE: u32 = 12;
 const ONE: i128 = 1_000_000_000_000;
 
-const POW10: [i128; 39] = {
-    let mut table = [1i128; 39];
-    let mut i = 1;
-    while i < 39 {
-        table[i] = table[i - 1] * 10;
-        i += 1;
-    }
-    table
-};
+use ticktrade_core::POW10_I128 as POW10;
 
 /// An exact amount in units of 10^-12 (see the module header for rounding).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -15,8 +15,8 @@ use ticktrade_core::Utc;
 use ticktrade_deribit_proto::signature;
 
 use crate::market::AccountId;
-use crate::rng::Rng;
 use crate::rpc::RpcError;
+use ticktrade_core::SplitMix64;
 
 pub use ticktrade_deribit_proto::signature::Secret;
 
@@ -130,7 +130,7 @@ pub struct Tokens {
     access: HashMap<String, Issued>,
     refresh: HashMap<String, (Grant, Utc)>,
     used_nonces: HashMap<String, Utc>,
-    rng: Rng,
+    rng: SplitMix64,
     pub default_expires_s: i64,
 }
 
@@ -154,7 +154,7 @@ impl Tokens {
             access: HashMap::new(),
             refresh: HashMap::new(),
             used_nonces: HashMap::new(),
-            rng: Rng::new(seed ^ 0xA17),
+            rng: crate::seeded_rng(seed ^ 0xA17),
             default_expires_s,
         }
     }

@@ -7,7 +7,7 @@
 
 use std::sync::Mutex;
 
-use crate::rng::Rng;
+use ticktrade_core::SplitMix64;
 
 /// One fault, injected at runtime with `SimHandle::inject` or produced by a rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,7 +159,7 @@ impl FaultLog {
 pub struct Faults {
     rules: Vec<(FaultRule, u64)>,
     pending: Vec<Fault>,
-    rng: Rng,
+    rng: SplitMix64,
 }
 
 /// What to do with one book change frame.
@@ -173,17 +173,21 @@ pub enum ChangeAction {
 
 impl Faults {
     pub fn new(rules: Vec<FaultRule>, seed: u64) -> Faults {
-        Faults { rules: rules.into_iter().map(|r| (r, 0)).collect(), pending: Vec::new(), rng: Rng::new(seed ^ 0xFA17) }
+        Faults {
+            rules: rules.into_iter().map(|r| (r, 0)).collect(),
+            pending: Vec::new(),
+            rng: crate::seeded_rng(seed ^ 0xFA17),
+        }
     }
 
     pub fn inject(&mut self, fault: Fault) {
         self.pending.push(fault);
     }
 
-    fn fires(rng: &mut Rng, schedule: Schedule, counter: &mut u64) -> bool {
+    fn fires(rng: &mut SplitMix64, schedule: Schedule, counter: &mut u64) -> bool {
         *counter += 1;
         match schedule {
-            Schedule::Rate(ppm) => rng.chance(ppm),
+            Schedule::Rate(ppm) => rng.chance(ppm, 1_000_000),
             Schedule::Every(n) => (*counter).is_multiple_of(n),
         }
     }

@@ -34,7 +34,6 @@ mod engine;
 pub mod fault;
 mod http;
 mod market;
-mod rng;
 mod rpc;
 mod server;
 mod session;
@@ -290,4 +289,11 @@ impl SimHandle {
             let _ = task.await;
         }
     }
+}
+
+/// The seeded generator behind fault schedules and token strings (the core's splitmix64, its
+/// state offset so streams differ from other users of the same seed). Not for anything an
+/// attacker must not predict: tokens here only need to be unique on a local simulator.
+pub(crate) fn seeded_rng(seed: u64) -> ticktrade_core::SplitMix64 {
+    ticktrade_core::SplitMix64::new(seed ^ 0x9E37_79B9_7F4A_7C15)
 }
