@@ -73,6 +73,22 @@ pub struct DelaySummary {
     pub max_ns: u64,
 }
 
+impl DelaySummary {
+    /// The quantiles of `h`; all zero when there is no histogram or it is empty.
+    pub(crate) fn of<C: hdrhistogram::Counter>(h: Option<&Histogram<C>>) -> DelaySummary {
+        match h {
+            Some(h) if !h.is_empty() => DelaySummary {
+                count: h.len(),
+                p50_ns: h.value_at_quantile(0.5),
+                p99_ns: h.value_at_quantile(0.99),
+                p999_ns: h.value_at_quantile(0.999),
+                max_ns: h.max(),
+            },
+            _ => DelaySummary::default(),
+        }
+    }
+}
+
 impl Outbound {
     fn new(stream: Option<Arc<TcpStream>>, shared: Arc<Shared>) -> Outbound {
         let delays = Histogram::new_with_bounds(1, 60_000_000_000, 2).ok();
@@ -107,16 +123,7 @@ impl Outbound {
     /// This client's fan-out delay quantiles so far.
     pub(crate) fn delays(&self) -> DelaySummary {
         let Ok(st) = self.state.lock() else { return DelaySummary::default() };
-        match &st.delays {
-            Some(h) if !h.is_empty() => DelaySummary {
-                count: h.len(),
-                p50_ns: h.value_at_quantile(0.5),
-                p99_ns: h.value_at_quantile(0.99),
-                p999_ns: h.value_at_quantile(0.999),
-                max_ns: h.max(),
-            },
-            _ => DelaySummary::default(),
-        }
+        DelaySummary::of(st.delays.as_ref())
     }
 
     fn record(&self, st: &mut OutState, upstream_at: Option<Instant>) {

@@ -173,16 +173,7 @@ impl ServeHandle {
     /// Quantiles of every fan-out delay recorded so far (all clients).
     pub fn fanout_summary(&self) -> DelaySummary {
         match self.shared.fanout_ns.lock() {
-            Ok(guard) => match guard.as_ref() {
-                Some(h) if !h.is_empty() => DelaySummary {
-                    count: h.len(),
-                    p50_ns: h.value_at_quantile(0.5),
-                    p99_ns: h.value_at_quantile(0.99),
-                    p999_ns: h.value_at_quantile(0.999),
-                    max_ns: h.max(),
-                },
-                _ => DelaySummary::default(),
-            },
+            Ok(guard) => DelaySummary::of(guard.as_ref()),
             Err(_) => DelaySummary::default(),
         }
     }

@@ -121,15 +121,7 @@ impl Hub {
                 Ok(list) => {
                     if let Err(limit) = self.subscribe(client, id, &list, us_in) {
                         let data = format!(r#"{{"reason":"too many subscriptions (limit {limit} per connection)"}}"#);
-                        encode_error(
-                            &mut out,
-                            Some(id),
-                            code::INVALID_PARAMS,
-                            "Invalid params",
-                            Some(&data),
-                            stamps(us_in),
-                        );
-                        send(self, client, out);
+                        invalid_params(self, client, id, &data, us_in);
                     }
                 }
                 Err(_) => invalid_channels(self, client, id, us_in),
@@ -187,14 +179,7 @@ impl Hub {
                     }
                     _ => {
                         let data = format!(r#"{{"reason":"must be between {min} and 3600","param":"interval"}}"#);
-                        encode_error(
-                            &mut out,
-                            Some(id),
-                            code::INVALID_PARAMS,
-                            "Invalid params",
-                            Some(&data),
-                            stamps(us_in),
-                        );
+                        encode_invalid_params(&mut out, id, &data, us_in);
                     }
                 }
                 send(self, client, out);
@@ -405,8 +390,17 @@ impl Hub {
 }
 
 fn invalid_channels(hub: &mut Hub, client: ClientId, id: Id<'_>, us_in: u64) {
-    let mut out = Vec::new();
     let data = r#"{"reason":"params.channels must be a list of channel names","param":"channels"}"#;
-    encode_error(&mut out, Some(id), code::INVALID_PARAMS, "Invalid params", Some(data), stamps(us_in));
+    invalid_params(hub, client, id, data, us_in);
+}
+
+/// Sends Deribit's -32602 `Invalid params` with `data` (a JSON object naming the reason).
+fn invalid_params(hub: &mut Hub, client: ClientId, id: Id<'_>, data: &str, us_in: u64) {
+    let mut out = Vec::new();
+    encode_invalid_params(&mut out, id, data, us_in);
     send(hub, client, out);
+}
+
+fn encode_invalid_params(out: &mut Vec<u8>, id: Id<'_>, data: &str, us_in: u64) {
+    encode_error(out, Some(id), code::INVALID_PARAMS, "Invalid params", Some(data), stamps(us_in));
 }
