@@ -21,13 +21,13 @@ impl Rng {
     pub fn next_u64(&mut self) -> u64 {
         self.0.next_u64()
     }
-    /// Uniform in `0..n` (`n > 0`).
+    /// Uniform in `0..n` (`0` when `n == 0`).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
+        self.0.below(n)
     }
     /// True with probability `percent`/100.
     pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
+        self.0.chance(percent, 100)
     }
 }
 
