@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ticktrade_core::Qty;
 use ticktrade_gateway::hot::engine::to_stamps;
-use ticktrade_gateway::hot::exchange::{ExchangeConfig, ExchangeSide};
+use ticktrade_gateway::hot::exchange::{ExchangeConfig, ExchangeSide, Pace};
 use ticktrade_gateway::hot::feed::{SyntheticFeed, btc_perpetual};
 use ticktrade_gateway::hot::ws::{Opcode, Role, WsReader, WsWriter};
 use ticktrade_gateway::hot::{
@@ -107,7 +107,13 @@ fn hot_loop_allocates_nothing_on_a_loopback_socket() {
         let (mut ring, _rx) = spsc_ring(16);
         run_from_memory(&mut pipeline, &frames, &mut reader, &mut writer, &clock, &mut ring) as u64
     };
-    let config = ExchangeConfig { gap: Duration::ZERO, floor_every: 1000, ticks: TICKS, spin: false };
+    let config = ExchangeConfig {
+        pace: Pace::Sleep,
+        gap: Duration::ZERO,
+        reply_timeout: Duration::ZERO,
+        floor_every: 1000,
+        ticks: TICKS,
+    };
     let exchange = ExchangeSide::spawn(Arc::clone(&feed), clock.clone(), config).unwrap();
     let (stream, reader) = handshake::connect(exchange.addr, "127.0.0.1", "/ws/api/v2").unwrap();
     let (stamps_tx, stamps_rx) = spsc_ring(1 << 16);

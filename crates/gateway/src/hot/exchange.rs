@@ -10,9 +10,16 @@
 //! not available, and speaks the same bytes (`SyntheticFeed` frames are the simulator's
 //! encoder's output).
 //!
-//! Pacing: one tick every `gap` (a `thread::sleep`, so ≈60–110 µs on Linux for a 50 µs gap, or
-//! a TSC spin with `spin`), so each tick finds the client blocked in `read`, as a real feed
-//! usually does; a flood would measure queueing instead (research/limits.md §1(a)).
+//! Pacing ([`Pace`]): every tick must find the client blocked in `read`, as a real feed usually
+//! does; a flood would measure queueing instead (research/limits.md §1(a)).
+//! - `Sleep`: one tick every `gap` (a `thread::sleep`, so ≈60–110 µs on Linux for a 50 µs gap):
+//!   the hot thread idles between ticks and wakes on a vCPU others have used (a quiet feed).
+//! - `Spin`: the same gaps waited out on the TSC (exact, one core busy).
+//! - `Reply`: closed loop, as research/limits.md §5 measured: one thread writes a tick, blocks
+//!   in `read` until the order for that tick arrives, and writes the next one at once. The hot
+//!   thread then waits only one round trip between ticks (a busy feed). A tick that gets no
+//!   order within `reply_timeout` (a non-qualifying tick) is followed by the next one after
+//!   that bounded wait.
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
@@ -32,15 +39,31 @@ use super::ws::{Opcode, Role, WsError, WsReader, WsWriter};
 /// How the exchange side publishes.
 #[derive(Clone, Copy, Debug)]
 pub struct ExchangeConfig {
-    /// Pause before each tick.
+    /// How ticks are paced.
+    pub pace: Pace,
+    /// Pause before each tick (`Pace::Sleep`, `Pace::Spin`).
     pub gap: Duration,
+    /// `Pace::Reply`: the longest wait for an order before the next tick goes out anyway
+    /// (Linux rounds socket timeouts up to the scheduler tick, 1–4 ms).
+    pub reply_timeout: Duration,
     /// After every `floor_every`-th tick, one more pause and a `FLOOR_PROBE` frame (0: never).
     pub floor_every: u32,
     /// Ticks to publish (at most the feed's length).
     pub ticks: usize,
+}
+
+/// How the exchange side paces its ticks (module docs; docs/PERFORMANCE.md measures each).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Pace {
+    /// `thread::sleep(gap)` before each tick.
+    #[default]
+    Sleep,
     /// Wait out each gap spinning on the TSC instead of sleeping: exact gaps and a publisher
-    /// that never idles its core, at the cost of one busy core (see docs/PERFORMANCE.md).
-    pub spin: bool,
+    /// that never idles its core, at the cost of one busy core.
+    Spin,
+    /// Closed loop: the next tick goes out as soon as the order for the previous one has been
+    /// read (or after `reply_timeout`).
+    Reply,
 }
 
 /// What the exchange side measured.
@@ -54,6 +77,8 @@ pub struct ExchangeReport {
     pub repeats: u64,
     /// Frames that were not orders for one of our ticks.
     pub unmatched: u64,
+    /// `Pace::Reply`: ticks (and probes) after which the wait for an order timed out.
+    pub unanswered: u64,
     /// Tick written → order read, ns (both stamps taken on this side, same TSC clock).
     pub tick_to_order: Histogram,
 }
@@ -107,6 +132,9 @@ fn publish(
     let (mut stream, _) = listener.accept()?;
     let (_path, reader) = handshake::accept(&mut stream)?;
     let n = config.ticks.min(feed.changes.len());
+    if config.pace == Pace::Reply {
+        return publish_closed_loop(stream, reader, feed, clock, config, n);
+    }
     let sent_at: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
     let read_stream = stream.try_clone()?;
     let reader_sent_at = Arc::clone(&sent_at);
@@ -121,7 +149,7 @@ fn publish(
     writer.write_to(&mut stream)?;
     let mut probes = 0u64;
     let pause = |clock: &TscClock| {
-        if config.spin {
+        if config.pace == Pace::Spin {
             let start = clock.raw();
             let gap = u64::try_from(config.gap.as_nanos()).unwrap_or(u64::MAX);
             while clock.nanos_between(start, clock.raw()) < gap {
@@ -155,15 +183,74 @@ fn publish(
     Ok(report)
 }
 
-fn read_orders(
+/// `Pace::Reply`: write a tick, read until its order arrives, write the next one. One thread,
+/// blocking reads with `reply_timeout`.
+fn publish_closed_loop(
     mut stream: std::net::TcpStream,
     mut reader: WsReader,
-    change_ids: &[u64],
-    sent_at: &[AtomicU64],
-    clock: &TscClock,
+    feed: &SyntheticFeed,
+    clock: TscClock,
+    config: ExchangeConfig,
+    n: usize,
 ) -> Result<ExchangeReport, ExchangeError> {
-    let mut report = ExchangeReport::default();
-    let mut seen = vec![false; change_ids.len()];
+    stream.set_read_timeout(Some(config.reply_timeout.max(Duration::from_micros(1))))?;
+    let mut tally = Tally::new(&feed.change_ids[..n]);
+    let mut sent_at = vec![0u64; n];
+    let mut writer = WsWriter::new(Role::Server, 1 << 16, 1);
+    writer.frame_of(Opcode::Text, &feed.snapshot);
+    writer.write_to(&mut stream)?;
+    // The snapshot's order (if any) carries a change id that is not one of the ticks'.
+    if await_reply(&mut stream, &mut reader, &mut tally, &sent_at, &clock, None)? == Reply::Closed {
+        return Ok(tally.finish(0, 0));
+    }
+    let mut probes = 0u64;
+    for (i, frame) in feed.changes[..n].iter().enumerate() {
+        writer.frame_of(Opcode::Text, frame);
+        sent_at[i] = clock.raw().0;
+        writer.write_to(&mut stream)?;
+        if await_reply(&mut stream, &mut reader, &mut tally, &sent_at, &clock, Some(i))? == Reply::Closed {
+            return Ok(tally.finish(i as u64 + 1, probes));
+        }
+        if config.floor_every != 0 && (i as u64 + 1).is_multiple_of(u64::from(config.floor_every)) {
+            writer.frame_of(Opcode::Text, FLOOR_PROBE);
+            writer.write_to(&mut stream)?;
+            probes += 1;
+            // The loop re-sends the last order's bytes: a repeat of tick `i`'s order.
+            if await_reply(&mut stream, &mut reader, &mut tally, &sent_at, &clock, Some(i))? == Reply::Closed {
+                return Ok(tally.finish(i as u64 + 1, probes));
+            }
+        }
+    }
+    writer.frame_of(Opcode::Close, &[0x03, 0xE8]);
+    // The client may have gone already; then there is nothing more to read.
+    if writer.write_to(&mut stream).is_ok() {
+        stream.set_read_timeout(Some(Duration::from_millis(200)))?;
+        while await_reply(&mut stream, &mut reader, &mut tally, &sent_at, &clock, None)? == Reply::Frame {}
+    }
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+    Ok(tally.finish(n as u64, probes))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reply {
+    /// The awaited order (or, with no tick awaited, any data frame) was read.
+    Frame,
+    /// The wait timed out.
+    TimedOut,
+    /// Close frame, end of stream or a reset.
+    Closed,
+}
+
+/// Reads frames (tallying each) until a data frame for tick `awaited` arrives (any data frame
+/// when `None`), the read times out, or the peer closes.
+fn await_reply(
+    stream: &mut std::net::TcpStream,
+    reader: &mut WsReader,
+    tally: &mut Tally<'_>,
+    sent_at: &[u64],
+    clock: &TscClock,
+    awaited: Option<usize>,
+) -> Result<Reply, ExchangeError> {
     let mut received = clock.raw();
     loop {
         loop {
@@ -173,27 +260,94 @@ fn read_orders(
                 Err(error) => return Err(error.into()),
             };
             match message.opcode {
-                Opcode::Close => return Ok(report),
+                Opcode::Close => return Ok(Reply::Closed),
                 Opcode::Text | Opcode::Binary => {}
                 _ => continue,
             }
-            let index = find_label(message.payload).and_then(|label| change_ids.binary_search(&label.change_id).ok());
-            match index {
-                Some(i) if seen[i] => report.repeats += 1,
-                Some(i) => {
-                    seen[i] = true;
-                    report.orders += 1;
-                    let sent = sent_at[i].load(Ordering::Acquire);
-                    if sent != 0 {
-                        report.tick_to_order.record(clock.nanos_between(RawTicks(sent), received));
-                    }
-                }
-                None => report.unmatched += 1,
+            let index = tally.record(message.payload, received, clock, |i| sent_at[i]);
+            if awaited.is_none() || index == awaited {
+                return Ok(Reply::Frame);
             }
+        }
+        match reader.fill(stream) {
+            Ok(_) => received = clock.raw(),
+            Err(WsError::Io(std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)) => {
+                tally.report.unanswered += 1;
+                return Ok(Reply::TimedOut);
+            }
+            Err(WsError::Eof | WsError::Io(_)) => return Ok(Reply::Closed),
+            Err(error) => return Err(error.into()),
+        }
+    }
+}
+
+/// Matches orders to ticks by the `change_id` in their labels.
+struct Tally<'a> {
+    change_ids: &'a [u64],
+    seen: Vec<bool>,
+    report: ExchangeReport,
+}
+
+impl<'a> Tally<'a> {
+    fn new(change_ids: &'a [u64]) -> Tally<'a> {
+        Tally { change_ids, seen: vec![false; change_ids.len()], report: ExchangeReport::default() }
+    }
+
+    /// Counts one data frame read at `received`; returns the tick it answers, if any.
+    fn record(
+        &mut self,
+        payload: &[u8],
+        received: RawTicks,
+        clock: &TscClock,
+        sent_at: impl Fn(usize) -> u64,
+    ) -> Option<usize> {
+        let index = find_label(payload).and_then(|label| self.change_ids.binary_search(&label.change_id).ok());
+        match index {
+            Some(i) if self.seen[i] => self.report.repeats += 1,
+            Some(i) => {
+                self.seen[i] = true;
+                self.report.orders += 1;
+                let sent = sent_at(i);
+                if sent != 0 {
+                    self.report.tick_to_order.record(clock.nanos_between(RawTicks(sent), received));
+                }
+            }
+            None => self.report.unmatched += 1,
+        }
+        index
+    }
+
+    fn finish(self, ticks_sent: u64, probes_sent: u64) -> ExchangeReport {
+        ExchangeReport { ticks_sent, probes_sent, ..self.report }
+    }
+}
+
+fn read_orders(
+    mut stream: std::net::TcpStream,
+    mut reader: WsReader,
+    change_ids: &[u64],
+    sent_at: &[AtomicU64],
+    clock: &TscClock,
+) -> Result<ExchangeReport, ExchangeError> {
+    let mut tally = Tally::new(change_ids);
+    let mut received = clock.raw();
+    loop {
+        loop {
+            let message = match reader.next_message() {
+                Ok(Some(message)) => message,
+                Ok(None) => break,
+                Err(error) => return Err(error.into()),
+            };
+            match message.opcode {
+                Opcode::Close => return Ok(tally.report),
+                Opcode::Text | Opcode::Binary => {}
+                _ => continue,
+            }
+            tally.record(message.payload, received, clock, |i| sent_at[i].load(Ordering::Acquire));
         }
         match reader.fill(&mut stream) {
             Ok(_) => received = clock.raw(),
-            Err(WsError::Eof | WsError::Io(_)) => return Ok(report),
+            Err(WsError::Eof | WsError::Io(_)) => return Ok(tally.report),
             Err(error) => return Err(error.into()),
         }
     }

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use ticktrade_core::Qty;
-use ticktrade_gateway::hot::exchange::{ExchangeConfig, ExchangeReport, ExchangeSide};
+use ticktrade_gateway::hot::exchange::{ExchangeConfig, ExchangeReport, ExchangeSide, Pace};
 use ticktrade_gateway::hot::feed::{SyntheticFeed, btc_perpetual, warm_up};
 use ticktrade_gateway::hot::{
     HotConfig, HotLoop, LoopReport, Pipeline, QuoteOnTick, Recorded, handshake, spawn_recorder,
@@ -37,13 +37,21 @@ pub struct Args {
     /// Book change frames to publish (each is one tick).
     #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(100..=10_000_000))]
     pub ticks: u64,
-    /// Pause before each tick, in µs (a `thread::sleep`; Linux adds ≈50 µs of timer slack).
+    /// How the exchange side paces ticks. `reply` (default): closed loop, the next tick is
+    /// written as soon as the order for the previous one has been read, as research/limits.md
+    /// §5 measured the goals' figures; `sleep`: a `thread::sleep(--gap-us)` before each tick
+    /// (the hot thread idles and wakes cold, as on a quiet feed); `spin`: the same gaps spun
+    /// out on the TSC (one core busy). See docs/PERFORMANCE.md.
+    #[arg(long, value_enum, default_value_t = PaceArg::Reply)]
+    pub pace: PaceArg,
+    /// Pause before each tick, in µs, with `--pace sleep|spin` (a `thread::sleep`; Linux adds
+    /// ≈50 µs of timer slack).
     #[arg(long, default_value_t = 50)]
     pub gap_us: u64,
-    /// The exchange side waits out each gap spinning instead of sleeping (exact gaps; one
-    /// core busy).
-    #[arg(long)]
-    pub spin_gap: bool,
+    /// With `--pace reply`: the longest wait for an order before the next tick goes out anyway
+    /// (a tick the strategy does not answer), in µs; Linux rounds it up to its timer tick.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub reply_timeout_us: u64,
     /// Level updates per change frame (3 gives ≈300-byte frames, like Deribit's).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
     pub levels_per_frame: u64,
@@ -86,6 +94,36 @@ pub struct Args {
     pub plot: Option<std::path::PathBuf>,
 }
 
+/// `--pace`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PaceArg {
+    Reply,
+    Sleep,
+    Spin,
+}
+
+/// The exchange side's pacing, shared by the hot loop's run and the baseline's.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pacing {
+    pace: Pace,
+    gap: Duration,
+    reply_timeout: Duration,
+}
+
+impl Pacing {
+    pub(crate) fn config(self, floor_every: u32, ticks: usize) -> ExchangeConfig {
+        ExchangeConfig { pace: self.pace, gap: self.gap, reply_timeout: self.reply_timeout, floor_every, ticks }
+    }
+
+    fn describe(self) -> String {
+        match self.pace {
+            Pace::Reply => format!("closed loop (next tick when the order is read, timeout {:?})", self.reply_timeout),
+            Pace::Sleep => format!("gap {}µs (sleep)", self.gap.as_micros()),
+            Pace::Spin => format!("gap {}µs (spin)", self.gap.as_micros()),
+        }
+    }
+}
+
 /// What one side of the comparison measured.
 pub(crate) struct SideResult {
     pub(crate) recorded: Recorded,
@@ -98,14 +136,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let per = usize::try_from(args.levels_per_frame).context("--levels-per-frame")?;
     let feed = Arc::new(SyntheticFeed::generate(&spec, ticks, per));
     let clock = TscClock::new();
-    let gap = Duration::from_micros(args.gap_us);
-
-    let (hot, loop_report) = run_hot(&args, &feed, &clock, gap)?;
-    let base = if args.no_baseline {
-        None
-    } else {
-        Some(baseline::run(&spec, &feed, &clock, gap, args.spin_gap, args.every)?)
+    let pacing = Pacing {
+        pace: match args.pace {
+            PaceArg::Reply => Pace::Reply,
+            PaceArg::Sleep => Pace::Sleep,
+            PaceArg::Spin => Pace::Spin,
+        },
+        gap: Duration::from_micros(args.gap_us),
+        reply_timeout: Duration::from_micros(args.reply_timeout_us),
     };
+
+    let (hot, loop_report) = run_hot(&args, &feed, &clock, pacing)?;
+    let base = if args.no_baseline { None } else { Some(baseline::run(&spec, &feed, &clock, pacing, args.every)?) };
 
     let mut series = build_series(&hot, base.as_ref());
     if args.in_memory {
@@ -115,9 +157,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mean_frame = feed.changes.iter().map(Vec::len).sum::<usize>() / feed.changes.len().max(1);
     let mut notes = format!(
         "ticktrade bench tick-to-trade: {ticks} ticks of {per} levels (mean {mean_frame} B) on 127.0.0.1, \
-         gap {}µs ({}), every {} tick(s); hot loop: {} reads{}{}{}\n",
-        args.gap_us,
-        if args.spin_gap { "spin" } else { "sleep" },
+         {}, every {} tick(s); hot loop: {} reads{}{}{}\n",
+        pacing.describe(),
         args.every,
         if args.busy_poll { "busy-poll" } else { "blocking" },
         match (args.prewarm, args.touch_ahead) {
@@ -135,9 +176,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     let _ = writeln!(
         notes,
-        "orders: ticktrade {} (exchange saw {}), stale {}, dropped stamps {}; floor writes {}",
+        "orders: ticktrade {} (exchange saw {}, waits timed out {}), stale {}, dropped stamps {}; floor writes {}",
         loop_report.pipeline.orders,
         hot.exchange.orders,
+        hot.exchange.unanswered,
         loop_report.pipeline.stale,
         loop_report.dropped,
         loop_report.floor_writes
@@ -156,14 +198,14 @@ fn run_hot(
     args: &Args,
     feed: &Arc<SyntheticFeed>,
     clock: &TscClock,
-    gap: Duration,
+    pacing: Pacing,
 ) -> anyhow::Result<(SideResult, LoopReport)> {
     let spec = btc_perpetual().map_err(|e| anyhow!("spec: {e}"))?;
     let mut pipeline = Pipeline::new(&spec, QuoteOnTick::new(Qty::from_raw(1), args.every), feed.snapshot_levels);
     pipeline.set_touch_ahead(args.touch_ahead);
     // Warm-up pass (not reported): sizes the book and buffers, as a trader would before a session.
     let warm_orders = warm_up(&mut pipeline, feed, clock);
-    let config = ExchangeConfig { gap, floor_every: args.floor_every, ticks: feed.changes.len(), spin: args.spin_gap };
+    let config = pacing.config(args.floor_every, feed.changes.len());
     let exchange = ExchangeSide::spawn(Arc::clone(feed), clock.clone(), config)?;
     let (stream, reader) = handshake::connect(exchange.addr, "127.0.0.1", "/ws/api/v2")?;
     let (stamps_tx, stamps_rx) = spsc_ring(1 << 16);

@@ -10,30 +10,28 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use ticktrade_core::{InstrumentSpec, Price};
 use ticktrade_gateway::hot::engine::to_stamps;
-use ticktrade_gateway::hot::exchange::{ExchangeConfig, ExchangeSide};
+use ticktrade_gateway::hot::exchange::ExchangeSide;
 use ticktrade_gateway::hot::feed::SyntheticFeed;
 use ticktrade_gateway::hot::{RawStamps, Recorded};
 use ticktrade_latency::TscClock;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::SideResult;
+use super::{Pacing, SideResult};
 
 pub(crate) fn run(
     spec: &InstrumentSpec,
     feed: &Arc<SyntheticFeed>,
     clock: &TscClock,
-    gap: Duration,
-    spin: bool,
+    pacing: Pacing,
     every: u32,
 ) -> anyhow::Result<SideResult> {
-    let config = ExchangeConfig { gap, floor_every: 0, ticks: feed.changes.len(), spin };
+    let config = pacing.config(0, feed.changes.len());
     let exchange = ExchangeSide::spawn(Arc::clone(feed), clock.clone(), config)?;
     let url = format!("ws://{}/ws/api/v2", exchange.addr);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
