@@ -113,6 +113,7 @@ fn hot_loop_allocates_nothing_on_a_loopback_socket() {
         reply_timeout: Duration::ZERO,
         floor_every: 1000,
         ticks: TICKS,
+        pin_core: None,
     };
     let exchange = ExchangeSide::spawn(Arc::clone(&feed), clock.clone(), config).unwrap();
     let (stream, reader) = handshake::connect(exchange.addr, "127.0.0.1", "/ws/api/v2").unwrap();

@@ -18,7 +18,8 @@ fn run(ticks: usize, every: u32, reply_timeout: Duration) -> (LoopReport, Exit, 
     let feed = Arc::new(SyntheticFeed::generate(&spec, ticks, 3));
     let clock = TscClock::new();
     let pipeline = Pipeline::new(&spec, QuoteOnTick::new(Qty::from_raw(1), every), feed.snapshot_levels);
-    let config = ExchangeConfig { pace: Pace::Reply, gap: Duration::ZERO, reply_timeout, floor_every: 4, ticks };
+    let config =
+        ExchangeConfig { pace: Pace::Reply, gap: Duration::ZERO, reply_timeout, floor_every: 4, ticks, pin_core: None };
     let exchange = ExchangeSide::spawn(Arc::clone(&feed), clock.clone(), config).unwrap();
     let (stream, reader) = handshake::connect(exchange.addr, "127.0.0.1", "/ws/api/v2").unwrap();
     let (stamps_tx, stamps_rx) = spsc_ring(1 << 12);

@@ -31,7 +31,7 @@ use std::time::Duration;
 use ticktrade_deribit_proto::order::find_label;
 use ticktrade_latency::{Histogram, RawTicks, TscClock};
 
-use super::engine::FLOOR_PROBE;
+use super::engine::{FLOOR_PROBE, pin_current_thread};
 use super::feed::SyntheticFeed;
 use super::handshake::{self, HandshakeError};
 use super::ws::{Opcode, Role, WsError, WsReader, WsWriter};
@@ -50,6 +50,10 @@ pub struct ExchangeConfig {
     pub floor_every: u32,
     /// Ticks to publish (at most the feed's length).
     pub ticks: usize,
+    /// Pin the exchange side's threads to this core (index in `core_affinity::get_core_ids`).
+    /// On the same core as the hot thread, a write wakes its peer without a cross-CPU
+    /// interrupt (docs/PERFORMANCE.md measures what that interrupt costs in a VM).
+    pub pin_core: Option<usize>,
 }
 
 /// How the exchange side paces its ticks (module docs; docs/PERFORMANCE.md measures each).
@@ -129,6 +133,9 @@ fn publish(
     clock: TscClock,
     config: ExchangeConfig,
 ) -> Result<ExchangeReport, ExchangeError> {
+    if let Some(core) = config.pin_core {
+        pin_current_thread(core);
+    }
     let (mut stream, _) = listener.accept()?;
     let (_path, reader) = handshake::accept(&mut stream)?;
     let n = config.ticks.min(feed.changes.len());
@@ -140,9 +147,12 @@ fn publish(
     let reader_sent_at = Arc::clone(&sent_at);
     let reader_feed_ids: Vec<u64> = feed.change_ids[..n].to_vec();
     let reader_clock = clock.clone();
-    let orders = std::thread::Builder::new()
-        .name("tt-exchange-rx".into())
-        .spawn(move || read_orders(read_stream, reader, &reader_feed_ids, &reader_sent_at, &reader_clock))?;
+    let orders = std::thread::Builder::new().name("tt-exchange-rx".into()).spawn(move || {
+        if let Some(core) = config.pin_core {
+            pin_current_thread(core);
+        }
+        read_orders(read_stream, reader, &reader_feed_ids, &reader_sent_at, &reader_clock)
+    })?;
 
     let mut writer = WsWriter::new(Role::Server, 1 << 16, 1);
     writer.frame_of(Opcode::Text, &feed.snapshot);

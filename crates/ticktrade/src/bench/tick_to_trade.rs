@@ -83,6 +83,11 @@ pub struct Args {
     /// Pin the hot thread to this core index.
     #[arg(long)]
     pub pin_core: Option<usize>,
+    /// Pin the exchange side's threads to this core index (with `--pin-core` on the same
+    /// index, a loopback write wakes its peer without a cross-CPU interrupt; see
+    /// docs/PERFORMANCE.md).
+    #[arg(long)]
+    pub exchange_core: Option<usize>,
     /// Skip the plain baseline (for profiling the hot loop alone).
     #[arg(long)]
     pub no_baseline: bool,
@@ -108,11 +113,19 @@ pub(crate) struct Pacing {
     pace: Pace,
     gap: Duration,
     reply_timeout: Duration,
+    pin_core: Option<usize>,
 }
 
 impl Pacing {
     pub(crate) fn config(self, floor_every: u32, ticks: usize) -> ExchangeConfig {
-        ExchangeConfig { pace: self.pace, gap: self.gap, reply_timeout: self.reply_timeout, floor_every, ticks }
+        ExchangeConfig {
+            pace: self.pace,
+            gap: self.gap,
+            reply_timeout: self.reply_timeout,
+            floor_every,
+            ticks,
+            pin_core: self.pin_core,
+        }
     }
 
     fn describe(self) -> String {
@@ -144,6 +157,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         gap: Duration::from_micros(args.gap_us),
         reply_timeout: Duration::from_micros(args.reply_timeout_us),
+        pin_core: args.exchange_core,
     };
 
     let (hot, loop_report) = run_hot(&args, &feed, &clock, pacing)?;
@@ -171,7 +185,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             (Some(core), true) => format!(", pinned to core {core}"),
             (Some(core), false) => format!(", pinning to core {core} FAILED"),
             (None, _) => String::new(),
-        },
+        } + &args.exchange_core.map(|core| format!(", exchange side on core {core}")).unwrap_or_default(),
         if base.is_some() { "; baseline: tokio + tungstenite + serde_json Value + BTreeMap + format!" } else { "" },
     );
     let _ = writeln!(
