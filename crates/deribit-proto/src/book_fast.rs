@@ -331,9 +331,62 @@ impl<'a> Cursor<'a> {
     }
 
     /// A JSON number in units of `unit`; `None` if it has an exponent, is off the unit grid,
-    /// or does not fit (the general decoder then gives the exact error).
+    /// or does not fit (the general decoder then gives the exact error). Numbers of at most
+    /// seven characters (`64250.5`, `1200.0`, `30`) are read from one word ([`Self::short`]).
     #[inline]
     fn units(&mut self, unit: Units) -> Option<i64> {
+        match self.short() {
+            Some((mantissa, scale, len)) => {
+                let units = to_units(mantissa, scale, unit)?;
+                self.pos += len;
+                Some(units)
+            }
+            None => self.units_any(unit),
+        }
+    }
+
+    /// A non-negative number that fits in the next eight bytes with the byte after it: `k`
+    /// integer digits, optionally a point and `f` fraction digits, `k + 1 + f < 8`. All digits
+    /// are gathered into one word and converted with one [`parse_digits`]. Returns the mantissa,
+    /// the scale and the text's length without moving; `None` for anything else (a sign, a
+    /// leading zero, an exponent, a longer number), which [`Self::units_any`] then reads the
+    /// same way the general path always did.
+    #[inline(always)]
+    fn short(&self) -> Option<(u64, u32, usize)> {
+        let word = load8(self.buf, self.pos);
+        let k = leading_digits(word);
+        if k == 0 || k == 8 || (k > 1 && word as u8 == b'0') {
+            return None;
+        }
+        let int_bytes = word & ((1u64 << (8 * k)) - 1);
+        let after = (word >> (8 * k)) as u8;
+        if after != b'.' {
+            // An integer; an exponent goes to the general path.
+            if after | 0x20 == b'e' {
+                return None;
+            }
+            return Some((parse_digits(int_bytes, k), 0, k));
+        }
+        if k > 6 {
+            return None;
+        }
+        // The bytes after the point, with zeros (non-digits) shifted in at the top.
+        let rest = word >> (8 * (k + 1));
+        let f = leading_digits(rest);
+        if f == 0 || k + 1 + f >= 8 {
+            return None;
+        }
+        if (rest >> (8 * f)) as u8 | 0x20 == b'e' {
+            return None;
+        }
+        let frac_bytes = rest & ((1u64 << (8 * f)) - 1);
+        let digits = int_bytes | (frac_bytes << (8 * k));
+        Some((parse_digits(digits, k + f), f as u32, k + 1 + f))
+    }
+
+    /// [`Self::units`] for any number: digit runs of any length, a sign, exponents refused.
+    #[inline]
+    fn units_any(&mut self, unit: Units) -> Option<i64> {
         let negative = self.eat(b"-");
         let (int_part, int_digits) = self.digits()?;
         let (mut mantissa, mut scale) = (int_part, 0u32);
@@ -351,18 +404,7 @@ impl<'a> Cursor<'a> {
         if matches!(self.buf.get(self.pos), Some(b'e' | b'E')) {
             return None;
         }
-        // value = mantissa / 10^scale; units = value / (unit.mantissa / 10^unit.scale).
-        let numerator = if unit.scale >= scale {
-            mantissa.checked_mul(*POW10.get((unit.scale - scale) as usize)?)?
-        } else {
-            let pow = *POW10.get((scale - unit.scale) as usize)?;
-            if mantissa % pow != 0 {
-                return None;
-            }
-            mantissa / pow
-        };
-        let units = divide_exact(numerator, unit.mantissa)?;
-        let units = i64::try_from(units).ok()?;
+        let units = to_units(mantissa, scale, unit)?;
         Some(if negative { -units } else { units })
     }
 
@@ -423,6 +465,21 @@ fn parse_digits(word: u64, k: usize) -> u64 {
     let v = (v.wrapping_mul(10).wrapping_add(v >> 8)) & 0x00FF_00FF_00FF_00FF;
     let v = (v.wrapping_mul(100).wrapping_add(v >> 16)) & 0x0000_FFFF_0000_FFFF;
     v.wrapping_mul(10_000).wrapping_add(v >> 32) & 0xFFFF_FFFF
+}
+
+/// `mantissa / 10^scale` in units of `unit.mantissa / 10^unit.scale`, if exact and in range.
+#[inline(always)]
+fn to_units(mantissa: u64, scale: u32, unit: Units) -> Option<i64> {
+    let numerator = if unit.scale >= scale {
+        mantissa.checked_mul(*POW10.get((unit.scale - scale) as usize)?)?
+    } else {
+        let pow = *POW10.get((scale - unit.scale) as usize)?;
+        if !mantissa.is_multiple_of(pow) {
+            return None;
+        }
+        mantissa / pow
+    };
+    i64::try_from(divide_exact(numerator, unit.mantissa)?).ok()
 }
 
 /// `n / d` if `d` divides `n`. The usual tick and amount mantissas are constants here, so

@@ -108,7 +108,50 @@ fn fixed_layout_is_only_for_the_own_instrument_and_raw_channel() {
     }
 }
 
+#[test]
+fn short_numbers_take_one_word() {
+    for (text, want) in [
+        ("64250.5,", (642_505, 1, 7)),
+        ("1200.0]", (12_000, 1, 6)),
+        ("30]", (30, 0, 2)),
+        ("0.5,", (5, 1, 3)),
+        ("0,", (0, 0, 1)),
+        ("9.00001]", (900_001, 5, 7)),
+        ("1234567]", (1_234_567, 0, 7)),
+    ] {
+        assert_eq!(Cursor { buf: text.as_bytes(), pos: 0 }.short(), Some(want), "{text}");
+    }
+    // A sign, a leading zero, an exponent, no fraction digit, or no room for the byte after it:
+    // the any-length path decides.
+    for text in ["-1.5,", "012.5,", "00,", "1.5e3,", "15E3,", "1.,", "1234567.5,", "12345678,", "123.4567,", ".5,"] {
+        assert_eq!(Cursor { buf: text.as_bytes(), pos: 0 }.short(), None, "{text}");
+    }
+}
+
 proptest! {
+    #[test]
+    fn short_numbers_agree_with_the_any_length_path(
+        text in "-?[0-9]{0,9}(\\.[0-9]{0,9})?([eE][-+]?[0-9])?[,\\]x]?",
+        tick in prop::sample::select(vec!["0.5", "1", "0.0001", "25", "2.5"]),
+        unit in prop::sample::select(vec!["10", "1", "0.001"]),
+    ) {
+        let decoder = FastBookDecoder::new(&spec(tick, unit));
+        for units in [decoder.price, decoder.qty] {
+            let mut short = Cursor { buf: text.as_bytes(), pos: 0 };
+            let mut any = Cursor { buf: text.as_bytes(), pos: 0 };
+            let got = short.units(units);
+            prop_assert_eq!(got, any.units_any(units), "{}", text);
+            if got.is_some() {
+                prop_assert_eq!(short.pos, any.pos, "{}", text);
+            }
+        }
+        // And inside a whole frame, against the general decoder.
+        let frame = format!(
+            r#"{{"jsonrpc":"2.0","method":"subscription","params":{{"channel":"book.BTC-PERPETUAL.raw","data":{{"type":"change","timestamp":1626993724318,"prev_change_id":33195894164,"instrument_name":"BTC-PERPETUAL","change_id":33195894355,"bids":[["new",{text},{text}]],"asks":[]}}}}}}"#
+        );
+        let _ = check(&spec(tick, unit), frame.as_bytes());
+    }
+
     #[test]
     fn swar_digits_match_the_naive_scan(bytes in prop::collection::vec(prop::sample::select(b"0123456789/:.,]a\0".to_vec()), 8)) {
         let mut word = [0u8; 8];
