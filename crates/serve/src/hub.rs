@@ -71,6 +71,8 @@ pub struct ClientCounters {
     pub bytes: u64,
     pub drops: u64,
     pub conflations: u64,
+    /// Upstream book resyncs that reached this client as a diff on its own chain.
+    pub resyncs: u64,
     /// Fan-out delays of the frames written to this client (upstream frame received →
     /// frame handed to the client's socket).
     pub fanout: DelaySummary,
@@ -412,6 +414,7 @@ impl Hub {
                 let mut diff = Vec::new();
                 book_diff(&state.book, &self.scratch, &mut diff);
                 self.totals.resyncs += 1;
+                self.count_client_resyncs(instrument);
                 if !diff.is_empty() {
                     self.updates = diff;
                     self.publish_change(instrument, at);
@@ -484,6 +487,20 @@ impl Hub {
             }
         }
         self.mark_dirty(instrument, at);
+    }
+
+    /// Counts one resync for every client holding one of `instrument`'s book channels.
+    fn count_client_resyncs(&mut self, instrument: &str) {
+        let Some(state) = self.books.get(instrument) else { return };
+        let mut ids: Vec<ClientId> =
+            state.channels.iter().filter_map(|ch| self.subscribers.get(ch)).flatten().copied().collect();
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            if let Some(c) = self.clients.get_mut(&id) {
+                c.counters.resyncs += 1;
+            }
+        }
     }
 
     /// Sends a snapshot (or grouped window) to each subscriber of `instrument`'s book

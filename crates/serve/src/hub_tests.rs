@@ -133,6 +133,7 @@ fn upstream_gap_resyncs_and_clients_get_the_diff_on_their_own_chain() {
     follower.feed(&frames);
     assert_eq!((follower.snapshots, follower.changes), (1, 2));
     assert_eq!(hub.totals.resyncs, 1);
+    assert_eq!(hub.clients[&1].counters.resyncs, 1, "the client's own resync counter");
     let data = &frames[0]["params"]["data"];
     assert_eq!(data["bids"], serde_json::json!([["delete", 100, 0], ["new", 99, 4]]));
     // The published book equals the upstream's new snapshot.

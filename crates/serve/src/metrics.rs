@@ -42,6 +42,7 @@ pub fn render(totals: &Totals, fanout_ns: &Histogram<u64>) -> String {
         ("bytes", |c| c.bytes),
         ("drops", |c| c.drops),
         ("conflations", |c| c.conflations),
+        ("resyncs", |c| c.resyncs),
     ] {
         let _ = writeln!(out, "# TYPE ticktrade_serve_client_{name}_total counter");
         for id in &ids {
@@ -93,6 +94,7 @@ mod tests {
                 bytes: 100,
                 drops: 1,
                 conflations: 1,
+                resyncs: 4,
                 fanout: crate::DelaySummary {
                     count: 9,
                     p50_ns: 40_000,
@@ -111,6 +113,7 @@ mod tests {
         assert!(text.contains("ticktrade_serve_resyncs_total 2\n"));
         assert!(text.contains("ticktrade_serve_clients 1\n"));
         assert!(text.contains("ticktrade_serve_client_bytes_total{client=\"3\"} 100\n"));
+        assert!(text.contains("ticktrade_serve_client_resyncs_total{client=\"3\"} 4\n"), "{text}");
         assert!(text.contains("ticktrade_serve_fanout_delay_seconds_count 4\n"));
         assert!(
             text.contains("ticktrade_serve_client_fanout_delay_seconds{client=\"3\",quantile=\"0.99\"} 0.000090000\n")

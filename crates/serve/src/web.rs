@@ -7,7 +7,7 @@
 //! and once a second the method this module adds to the API:
 //!
 //! `public/ticktrade_get_stats` (no params) → `{"client": <the caller's id>, "clients": [{"id",
-//! "subscriptions", "queued", "messages", "bytes", "drops", "conflations", "delay_count",
+//! "subscriptions", "queued", "messages", "bytes", "drops", "conflations", "resyncs", "delay_count",
 //! "delay_p50_ns", "delay_p99_ns", "delay_p999_ns", "delay_max_ns"}, …], "clients_total",
 //! "totals": {"messages", "bytes", "drops", "conflations", "disconnects", "resyncs",
 //! "upstream_frames", "upstream_channels"}, "fanout": {"count", "p50_ns", "p90_ns", "p99_ns",
@@ -140,6 +140,7 @@ impl Hub {
             push_field(&mut out, "bytes", c.counters.bytes);
             push_field(&mut out, "drops", c.counters.drops);
             push_field(&mut out, "conflations", c.counters.conflations);
+            push_field(&mut out, "resyncs", c.counters.resyncs);
             push_field(&mut out, "delay_count", d.count);
             push_field(&mut out, "delay_p50_ns", d.p50_ns);
             push_field(&mut out, "delay_p99_ns", d.p99_ns);

@@ -119,8 +119,17 @@ async fn stats_over_the_websocket_list_clients_and_the_fanout_histogram() {
     assert_eq!(clients[0]["id"], stats["client"], "the caller is listed first: {stats}");
     assert_eq!(clients[1]["subscriptions"], 1);
     assert!(clients[1]["delay_count"].as_u64().unwrap() > 0 && clients[1]["delay_p99_ns"].as_u64().unwrap() > 0);
-    for key in ["messages", "bytes", "drops", "conflations", "queued", "delay_p50_ns", "delay_p999_ns", "delay_max_ns"]
-    {
+    for key in [
+        "messages",
+        "bytes",
+        "drops",
+        "conflations",
+        "resyncs",
+        "queued",
+        "delay_p50_ns",
+        "delay_p999_ns",
+        "delay_max_ns",
+    ] {
         assert!(clients[1][key].is_u64(), "{key}: {stats}");
     }
     assert!(stats["totals"]["messages"].as_u64().unwrap() >= clients[1]["messages"].as_u64().unwrap());

@@ -489,6 +489,7 @@
       const cells = [
         ['#' + c.id], [fmtInt(c.subscriptions)], [fmtInt(c.messages)], [fmtBytes(c.bytes)], [fmtInt(c.queued)],
         [fmtInt(c.drops), Number(c.drops) > 0], [fmtInt(c.conflations), Number(c.conflations) > 0],
+        [fmtInt(c.resyncs), Number(c.resyncs) > 0],
         [fmtNs(c.delay_p50_ns)], [fmtNs(c.delay_p99_ns)], [fmtNs(c.delay_p999_ns)],
       ];
       for (const [text, warn] of cells) {
@@ -506,7 +507,7 @@
     $('clients').tFoot.innerHTML = '';
     const tr = document.createElement('tr');
     const foot = [
-      'all', '', fmtInt(t.messages), fmtBytes(t.bytes), '', fmtInt(t.drops), fmtInt(t.conflations),
+      'all', '', fmtInt(t.messages), fmtBytes(t.bytes), '', fmtInt(t.drops), fmtInt(t.conflations), fmtInt(t.resyncs),
       fmtNs(f.p50_ns), fmtNs(f.p99_ns), fmtNs(f.p999_ns),
     ];
     for (const text of foot) {
