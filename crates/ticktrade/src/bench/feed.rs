@@ -2,10 +2,15 @@
 //! at a fixed rate, with 1, 100 and 1,000 loopback clients that only drain, books kept
 //! (`fanout_books_cN`) and `--raw` (`fanout_raw_cN`). The delay is the server's own stage
 //! stamps: upstream frame received → downstream frame written, one sample per frame per client.
-//! Beside each, `floor_cN`: the same number of bare writes of the same frame (as a server
-//! WebSocket frame) to N loopback sockets of the same kind drained by the same kind of client,
-//! timed the same way (from before the first socket's write to after each socket's write), in
-//! the same run. Peak memory (`VmHWM`) is printed after the largest client count.
+//! Beside each, `floor_cN`: bare writes of the same frame (as a server WebSocket frame) to N
+//! other loopback sockets of the same kind, drained by the same kind of client on the same
+//! client runtime, timed from before the first socket's write to after each socket's write.
+//! The floor runs inside the fan-out run, interleaved: one floor round `--floor-offset-ms`
+//! after each upstream frame reached client 0, so both see the same idle gap (~100 ms, the
+//! upstream `100ms` cadence) before they write. On this VM that gap matters: a CPU that idled
+//! 20 ms pays tens of µs of cold start on its next syscalls (see docs/PERFORMANCE.md), which
+//! a back-to-back floor would not pay and the fan-out does. Peak memory (`VmHWM`) is printed
+//! after the largest client count.
 //!
 //! Owns: the run's wiring, the series names, the open-files check.
 //! Must not: time the fan-out itself (the server records it).
@@ -14,7 +19,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::net::TcpStream;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,6 +29,7 @@ use ticktrade_latency::{Histogram, Series};
 use ticktrade_serve::{ServeConfig, UpstreamSource};
 use ticktrade_sim::SimConfig;
 use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::{self, Message};
 
 use super::tick_to_trade::emit;
@@ -39,9 +45,11 @@ pub struct Args {
     /// Run only with books kept (no `--raw` runs).
     #[arg(long)]
     pub books_only: bool,
-    /// Seconds measured per configuration (after every client holds its snapshot and 1 s of warm-up).
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=600))]
-    pub seconds: u64,
+    /// Seconds measured per configuration (after every client holds its snapshot and 1 s of
+    /// warm-up). Default: 30 s below 1,000 clients (the upstream sends ~10 frames/s, so ~300
+    /// frames: p99 at 1 client rests on 3 samples, at 100 clients on 300), 10 s from 1,000.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub seconds: Option<u64>,
     /// Synthetic market events per second of the embedded simulator (over all its instruments).
     #[arg(long, default_value_t = 400)]
     pub sim_rate: u32,
@@ -51,9 +59,10 @@ pub struct Args {
     /// Worker threads of the server's runtime (`ticktrade serve` uses 2).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub server_threads: u64,
-    /// Pause between two floor frames, in ms (the fan-out sees one upstream frame per 100 ms).
-    #[arg(long, default_value_t = 20)]
-    pub floor_gap_ms: u64,
+    /// When a floor round is written, in ms after an upstream frame reached client 0 (between
+    /// two upstream frames, ~100 ms apart, so floor and fan-out never overlap).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=90))]
+    pub floor_offset_ms: u64,
     /// Print one JSON object per series per line on stdout (the table goes to stderr).
     #[arg(long)]
     pub json: bool,
@@ -65,9 +74,14 @@ pub struct Args {
 /// What one fan-out run measured.
 struct FanoutRun {
     delays: Histogram,
+    floor: Histogram,
     upstream_frames: u64,
-    frame: String,
     rss_kib: u64,
+}
+
+/// Seconds measured with `n` clients (see `Args::seconds`).
+fn seconds_for(args: &Args, n: usize) -> u64 {
+    args.seconds.unwrap_or(if n >= 1_000 { 10 } else { 30 })
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -89,45 +103,43 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         _ => &[false, true],
     };
     let mut series = Vec::new();
+    let secs: Vec<String> = args.clients.iter().map(|&n| format!("{n}: {} s", seconds_for(&args, n))).collect();
     let mut notes = format!(
         "ticktrade bench feed: ticktrade serve over the in-process simulator ({} events/s), clients on \
-         book.{}.raw, {} s per run; delay = upstream frame received → downstream frame written \
-         (server stamps); floor = bare writes of the same frame to as many loopback sockets, same run\n",
-        args.sim_rate, args.instrument, args.seconds
+         book.{}.raw, measured per run ({}); delay = upstream frame received → downstream frame written \
+         (server stamps); floor = bare writes of the same frame to as many other loopback sockets, \
+         interleaved in the same run ({} ms after each upstream frame)\n",
+        args.sim_rate,
+        args.instrument,
+        secs.join(", "),
+        args.floor_offset_ms
     );
     let mut peak = None;
     for &n in &args.clients {
         if n == 0 {
             continue;
         }
-        let mut floor_p50 = None;
-        let mut floor_p99 = 0;
         for &raw in modes {
             let fan = fanout_run(&args, &drains, n, raw)?;
-            if floor_p50.is_none() {
-                let frames = fan.upstream_frames.max(20);
-                let floor = floor_run(&drains, n, &fan.frame, frames, Duration::from_millis(args.floor_gap_ms))?;
-                let p = floor.percentiles();
-                floor_p50 = Some(p.p50);
-                floor_p99 = p.p99;
-                series.push(Series::from_histogram(format!("floor_c{n}"), &floor));
-            }
-            let name = format!("fanout_{}_c{n}", if raw { "raw" } else { "books" });
+            let mode = if raw { "raw" } else { "books" };
+            let floor_name = if raw { format!("floor_raw_c{n}") } else { format!("floor_c{n}") };
+            let f = fan.floor.percentiles();
+            series.push(Series::from_histogram(&floor_name, &fan.floor));
+            let name = format!("fanout_{mode}_c{n}");
             let p = fan.delays.percentiles();
-            let mut s = Series::from_histogram(&name, &fan.delays);
-            if let Some(f) = floor_p50 {
-                s = s.with_baseline_p50(f);
-                let _ = writeln!(
-                    notes,
-                    "{name}: {} upstream frames, {} samples; p50 {:.2}× floor p50, p99 {:.2}× floor p99; RSS {} MiB",
-                    fan.upstream_frames,
-                    p.count,
-                    p.p50 as f64 / f.max(1) as f64,
-                    p.p99 as f64 / floor_p99.max(1) as f64,
-                    fan.rss_kib / 1024
-                );
-            }
-            series.push(s);
+            series.push(Series::from_histogram(&name, &fan.delays).with_baseline_p50(f.p50));
+            let _ = writeln!(
+                notes,
+                "{name}: {} upstream frames, {} samples ({} floor rounds, {} samples); p50 {:.2}× {floor_name} p50, \
+                 p99 {:.2}× its p99; RSS {} MiB",
+                fan.upstream_frames,
+                p.count,
+                f.count / n as u64,
+                f.count,
+                p.p50 as f64 / f.p50.max(1) as f64,
+                p.p99 as f64 / f.p99.max(1) as f64,
+                fan.rss_kib / 1024
+            );
         }
         if n == max_clients {
             peak = proc_status_kib("VmHWM:");
@@ -162,21 +174,22 @@ fn fanout_run(args: &Args, drains: &Runtime, n: usize, raw: bool) -> anyhow::Res
     let url = serve.ws_url();
     let channel = format!("book.{}.raw", args.instrument);
     let ready = Arc::new(AtomicUsize::new(0));
-    let received = Arc::new(AtomicU64::new(0));
-    let frame = Arc::new(Mutex::new(None::<String>));
+    let base = Instant::now();
+    let (rx_tx, rx_rx) = std::sync::mpsc::sync_channel(16);
+    let probe = Arc::new(Probe { received: rx_tx, frame: Mutex::new(None) });
     let mut clients = Vec::with_capacity(n);
     for i in 0..n {
         let url = url.clone();
         let channel = channel.clone();
         let ready = Arc::clone(&ready);
-        let received = Arc::clone(&received);
-        let frame = (i == 0).then(|| Arc::clone(&frame));
-        clients.push(drains.spawn(drain_client(url, channel, ready, received, frame)));
+        let probe = (i == 0).then(|| (Arc::clone(&probe), base));
+        clients.push(drains.spawn(drain_client(url, channel, ready, probe)));
         if i % 64 == 63 {
             // Let the accept queue keep up.
             std::thread::sleep(Duration::from_millis(5));
         }
     }
+    let (floor_clients, sockets) = floor_sockets(drains, n)?;
     let deadline = Instant::now() + Duration::from_secs(60);
     while ready.load(Ordering::Relaxed) < n {
         if Instant::now() > deadline {
@@ -184,38 +197,56 @@ fn fanout_run(args: &Args, drains: &Runtime, n: usize, raw: bool) -> anyhow::Res
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The floor writes from now on (warm-up rounds included, not recorded).
+    let recording = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let offset = Duration::from_millis(args.floor_offset_ms);
+    let floor = {
+        let (probe, recording, stop) = (Arc::clone(&probe), Arc::clone(&recording), Arc::clone(&stop));
+        std::thread::Builder::new()
+            .name("feed-floor".into())
+            .spawn(move || floor_writer(sockets, &probe, &rx_rx, base, offset, &recording, &stop))
+            .context("starting the floor thread")?
+    };
     std::thread::sleep(Duration::from_secs(1));
     let before = server_rt.block_on(serve.totals()).ok_or_else(|| anyhow!("server stopped"))?;
     serve.reset_fanout();
-    std::thread::sleep(Duration::from_secs(args.seconds));
+    recording.store(true, Ordering::Relaxed);
+    std::thread::sleep(Duration::from_secs(seconds_for(args, n)));
+    recording.store(false, Ordering::Relaxed);
     let recorded = serve.fanout_recorded();
     let after = server_rt.block_on(serve.totals()).ok_or_else(|| anyhow!("server stopped"))?;
     let rss_kib = proc_status_kib("VmRSS:").unwrap_or(0);
+    stop.store(true, Ordering::Relaxed);
+    let floor = floor.join().map_err(|_| anyhow!("the floor thread panicked"))??;
     let mut delays = Histogram::new();
     for (ns, count) in recorded {
         delays.record_n(ns, count);
     }
-    for c in clients {
+    for c in clients.into_iter().chain(floor_clients) {
         c.abort();
     }
     server_rt.block_on(serve.shutdown());
     server_rt.shutdown_timeout(Duration::from_secs(1));
-    let frame = frame.lock().map_err(|_| anyhow!("frame lock"))?.clone();
-    let frame = frame.ok_or_else(|| anyhow!("no book frame captured"))?;
     if after.drops > before.drops {
         eprintln!("note: {} frames dropped (queues full) during the {n}-client run", after.drops - before.drops);
     }
-    Ok(FanoutRun { delays, upstream_frames: after.upstream_frames - before.upstream_frames, frame, rss_kib })
+    if floor.percentiles().count == 0 {
+        bail!("no floor round was written ({n} clients): client 0 got no book change");
+    }
+    Ok(FanoutRun { delays, floor, upstream_frames: after.upstream_frames - before.upstream_frames, rss_kib })
 }
 
-/// One client: subscribe, then read and discard; counts frames, keeps client 0's last book change.
-async fn drain_client(
-    url: String,
-    channel: String,
-    ready: Arc<AtomicUsize>,
-    received: Arc<AtomicU64>,
-    frame: Option<Arc<Mutex<Option<String>>>>,
-) {
+/// What client 0 saw: when each book change arrived (ns since the run's base instant, to the
+/// floor thread, which sleeps in between) and the last one.
+struct Probe {
+    received: std::sync::mpsc::SyncSender<u64>,
+    frame: Mutex<Option<String>>,
+}
+
+/// One client: subscribe, then read and discard; client 0 (with the probe) stamps each book
+/// change it receives and keeps the last one.
+async fn drain_client(url: String, channel: String, ready: Arc<AtomicUsize>, probe: Option<(Arc<Probe>, Instant)>) {
     let Ok((mut ws, _)) = tokio_tungstenite::connect_async(url.as_str()).await else {
         eprintln!("client: connect failed");
         return;
@@ -231,23 +262,25 @@ async fn drain_client(
         if !text.contains(r#""method":"subscription""#) {
             continue;
         }
-        received.fetch_add(1, Ordering::Relaxed);
         if first {
             first = false;
             ready.fetch_add(1, Ordering::Relaxed);
         }
-        if let Some(slot) = &frame
+        if let Some((probe, base)) = &probe
             && text.contains(r#""type":"change""#)
-            && let Ok(mut slot) = slot.lock()
         {
-            *slot = Some(text.to_string());
+            if let Ok(mut slot) = probe.frame.lock() {
+                *slot = Some(text.to_string());
+            }
+            let ns = u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            let _ = probe.received.try_send(ns);
         }
     }
 }
 
-/// `frames` rounds of one bare write of `text` (as an unmasked WebSocket text frame) to each
-/// of `n` loopback sockets whose peers are tokio-tungstenite clients draining on `drains`.
-fn floor_run(drains: &Runtime, n: usize, text: &str, frames: u64, gap: Duration) -> anyhow::Result<Histogram> {
+/// `n` loopback sockets (server side, blocking, `TCP_NODELAY`) whose peers are
+/// tokio-tungstenite clients draining on `drains`, as the fan-out's clients are.
+fn floor_sockets(drains: &Runtime, n: usize) -> anyhow::Result<(Vec<JoinHandle<()>>, Vec<TcpStream>)> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding the floor listener")?;
     let addr = listener.local_addr().context("floor listener address")?;
     let mut clients = Vec::with_capacity(n);
@@ -263,22 +296,43 @@ fn floor_run(drains: &Runtime, n: usize, text: &str, frames: u64, gap: Duration)
         let ws = tungstenite::accept(stream).map_err(|e| anyhow!("floor handshake: {e}"))?;
         sockets.push(ws.into_inner());
     }
-    let wire = server_text_frame(text.as_bytes());
+    Ok((clients, sockets))
+}
+
+/// Until `stop`: for each book change client 0 receives, `offset` later, one bare write of
+/// that change (as an unmasked WebSocket text frame) to each socket, timed from before the
+/// first write to after each write (recorded while `recording`).
+fn floor_writer(
+    mut sockets: Vec<TcpStream>,
+    probe: &Probe,
+    received: &std::sync::mpsc::Receiver<u64>,
+    base: Instant,
+    offset: Duration,
+    recording: &AtomicBool,
+    stop: &AtomicBool,
+) -> anyhow::Result<Histogram> {
     let mut h = Histogram::new();
-    // Warm-up rounds (not recorded).
-    for round in 0..frames + 5 {
-        std::thread::sleep(gap);
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(mut rx_ns) = received.recv_timeout(Duration::from_millis(200)) else { continue };
+        // Only the newest change (a backlog would mean the floor fell behind).
+        while let Ok(newer) = received.try_recv() {
+            rx_ns = newer;
+        }
+        let due = base + Duration::from_nanos(rx_ns) + offset;
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        let text = probe.frame.lock().map_err(|_| anyhow!("frame lock"))?.clone();
+        let Some(text) = text else { continue };
+        let wire = server_text_frame(text.as_bytes());
+        let record = recording.load(Ordering::Relaxed);
         let t0 = Instant::now();
         for s in &mut sockets {
             s.write_all(&wire).context("floor write")?;
-            if round >= 5 {
+            if record {
                 h.record(u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX));
             }
         }
-    }
-    drop(sockets);
-    for c in clients {
-        c.abort();
     }
     Ok(h)
 }
