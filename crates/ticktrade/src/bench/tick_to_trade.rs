@@ -17,6 +17,7 @@
 
 mod baseline;
 mod in_memory;
+mod sim;
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -37,6 +38,15 @@ pub struct Args {
     /// Book change frames to publish (each is one tick).
     #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(100..=10_000_000))]
     pub ticks: u64,
+    /// The other end: `in-process` (default), the exchange side of `hot::exchange` speaking the
+    /// simulator's bytes with exact pacing; `sim`, the embedded simulator on loopback, whose
+    /// market publishes book changes at `--sim-rate` and acknowledges the orders (no
+    /// `write_floor`, no exchange-side view, no baseline; see docs/PERFORMANCE.md).
+    #[arg(long, value_enum, default_value_t = ExchangeArg::InProcess)]
+    pub exchange: ExchangeArg,
+    /// With `--exchange sim`: the simulated market's events per second.
+    #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub sim_rate: u32,
     /// How the exchange side paces ticks. `reply` (default): closed loop, the next tick is
     /// written as soon as the order for the previous one has been read, as research/limits.md
     /// §5 measured the goals' figures; `sleep`: a `thread::sleep(--gap-us)` before each tick
@@ -99,6 +109,13 @@ pub struct Args {
     pub plot: Option<std::path::PathBuf>,
 }
 
+/// `--exchange`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExchangeArg {
+    InProcess,
+    Sim,
+}
+
 /// `--pace`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PaceArg {
@@ -145,6 +162,9 @@ pub(crate) struct SideResult {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let spec = btc_perpetual().map_err(|e| anyhow!("spec: {e}"))?;
+    if args.exchange == ExchangeArg::Sim {
+        return run_sim(&args, &spec);
+    }
     let ticks = usize::try_from(args.ticks).context("--ticks")?;
     let per = usize::try_from(args.levels_per_frame).context("--levels-per-frame")?;
     let feed = Arc::new(SyntheticFeed::generate(&spec, ticks, per));
@@ -205,6 +225,55 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let _ = writeln!(notes, "tick_to_trade p50 / write_floor p50 = {:.2}", t2t as f64 / floor as f64);
     }
     emit(&notes, &series, args.json, args.plot.as_deref(), "ticktrade bench tick-to-trade (loopback)")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--exchange sim`: the hot loop against the embedded simulator until `--ticks` orders.
+fn run_sim(args: &Args, spec: &ticktrade_core::InstrumentSpec) -> anyhow::Result<ExitCode> {
+    let clock = TscClock::new();
+    let config = HotConfig {
+        busy_poll: args.busy_poll,
+        pin_core: args.pin_core,
+        floor_probe: false,
+        stop_after_orders: None,
+        prewarm: args.prewarm,
+    };
+    let run = sim::run(spec, args.ticks, args.every, args.sim_rate, config, &clock)?;
+    let r = &run.recorded;
+    let mut series = vec![
+        Series::from_histogram("tick_to_trade", r.stages.tick_to_trade()),
+        Series::from_histogram("tick_to_encoded", &r.tick_to_encoded),
+    ];
+    for (stage, name) in [
+        (Stage::Decoded, "stage_decode"),
+        (Stage::Applied, "stage_apply"),
+        (Stage::Decided, "stage_decide"),
+        (Stage::Encoded, "stage_encode"),
+        (Stage::Sent, "stage_write"),
+    ] {
+        if let Some(h) = r.stages.stage(stage) {
+            series.push(Series::from_histogram(name, h));
+        }
+    }
+    series.retain(|s| s.percentiles.count > 0);
+    let notes = format!(
+        "ticktrade bench tick-to-trade --exchange sim: the embedded simulator on 127.0.0.1 ({} market events/s), \
+         book.BTC-PERPETUAL.raw, every {} tick(s); hot loop: {} reads; no write_floor, exchange view or baseline \
+         (the simulator cannot give them)\norders: ticktrade {} (simulator counted {}), book frames {}, other frames {}, \
+         stale {}, malformed {}, dropped stamps {}; loop ended: {:?}\n",
+        args.sim_rate,
+        args.every,
+        if args.busy_poll { "busy-poll" } else { "blocking" },
+        run.report.pipeline.orders,
+        run.sim_orders,
+        run.report.pipeline.frames - run.report.pipeline.not_book,
+        run.report.pipeline.not_book,
+        run.report.pipeline.stale,
+        run.report.pipeline.malformed,
+        run.report.dropped,
+        run.exit,
+    );
+    emit(&notes, &series, args.json, args.plot.as_deref(), "ticktrade bench tick-to-trade (simulator, loopback)")?;
     Ok(ExitCode::SUCCESS)
 }
 
