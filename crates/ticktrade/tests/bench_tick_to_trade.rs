@@ -1,0 +1,48 @@
+//! `ticktrade bench tick-to-trade`'s pacing and exchange modes through the real binary: the
+//! closed-loop default answers every tick without a timed-out wait, `--pace sleep` still runs,
+//! and `--exchange sim` trades against the embedded simulator until `--ticks` orders.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ticktrade");
+
+/// Runs the bench with `--json`; returns the series by name and the notes on stderr.
+fn bench(args: &[&str]) -> (BTreeMap<String, Value>, String) {
+    let out = Command::new(BIN).args(["bench", "tick-to-trade", "--json"]).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    let series = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .map(|v| (v["name"].as_str().unwrap().to_owned(), v))
+        .collect();
+    (series, stderr)
+}
+
+#[test]
+fn closed_loop_is_the_default_and_sleep_pacing_remains() {
+    let (series, notes) = bench(&["--ticks", "300", "--no-baseline"]);
+    assert!(notes.contains("closed loop"), "{notes}");
+    assert!(notes.contains("exchange saw 300, waits timed out 0"), "{notes}");
+    assert_eq!(series["tick_to_trade"]["count"], 301, "the snapshot and every tick");
+    assert!(series["write_floor"]["count"].as_u64().unwrap() > 0);
+
+    let (series, notes) = bench(&["--ticks", "200", "--pace", "sleep", "--gap-us", "20", "--no-baseline"]);
+    assert!(notes.contains("gap 20µs (sleep)"), "{notes}");
+    assert_eq!(series["tick_to_trade"]["count"], 201);
+}
+
+#[test]
+fn exchange_sim_trades_against_the_simulator() {
+    let (series, notes) = bench(&["--exchange", "sim", "--ticks", "100"]);
+    assert!(notes.contains("loop ended: Stopped"), "{notes}");
+    assert!(notes.contains("orders: ticktrade 100 "), "{notes}");
+    assert!(notes.contains("malformed 0"), "{notes}");
+    assert_eq!(series["tick_to_trade"]["count"], 100);
+    assert_eq!(series["tick_to_encoded"]["count"], 100);
+    assert!(!series.contains_key("write_floor"));
+}
