@@ -21,8 +21,9 @@
 //! - `order_client`: `OrderClient`, orders sent and acknowledged on the same framer
 //!   (`ticktrade bench order`).
 //! - `acker`: `Acker`, an in-process venue that acknowledges each request with `usIn`/`usOut`.
-//! - `exchange`: `ExchangeSide`, a blocking in-process publisher + order reader on loopback
-//!   (benchmarks and tests; the simulator replaces it where it is available).
+//! - `exchange`: `ExchangeSide`, a blocking in-process publisher + order reader on loopback,
+//!   closed-loop or gap-paced (`Pace`) (benchmarks and tests; the simulator replaces it where
+//!   it is available).
 
 pub mod acker;
 pub mod engine;

@@ -12,8 +12,10 @@
 //! Must not: time anything itself on the hot side; the stamps come from the hot loop's rings.
 //!
 //! The exchange side is `ticktrade_gateway::hot::exchange::ExchangeSide` (an in-process
-//! publisher speaking the simulator's bytes), not `ticktrade_sim`: a matching engine on the
-//! other end would only add its own work to the exchange-side view, not to tick-to-trade.
+//! publisher speaking the simulator's bytes), closed-loop by default (`--pace reply`: the next
+//! tick as soon as the order for the previous one is read, as research/limits.md §5 measured),
+//! or gap-paced (`--pace sleep|spin`). `--exchange sim` runs the loop against the embedded
+//! simulator instead (`sim`), without `write_floor`, exchange view or baseline.
 
 mod baseline;
 mod in_memory;
