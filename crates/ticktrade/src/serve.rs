@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use ticktrade_serve::{ServeConfig, SlowPolicy, UpstreamSource};
+use ticktrade_serve::{ClientCounters, ServeConfig, SlowPolicy, Totals, UpstreamSource};
 use ticktrade_sim::SimConfig;
 
 use crate::status::{banner, runtime};
@@ -54,6 +54,10 @@ pub struct Args {
     /// Seconds between status lines (0 = none).
     #[arg(long, default_value_t = 1)]
     pub stats_interval_s: u64,
+    /// Per-client rows printed under each status line: the N clients sent the most in the
+    /// interval (0 = totals only; every client is in the web view and at /metrics).
+    #[arg(long, default_value_t = 5)]
+    pub stats_clients: usize,
 }
 
 fn upstream(text: &str, sim_rate: u32) -> anyhow::Result<UpstreamSource> {
@@ -121,6 +125,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         now.disconnects,
                         now.resyncs,
                     );
+                    print!("{}", client_rows(&now, &last, args.stats_clients));
                     last = now;
                 }
             }
@@ -131,7 +136,73 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The `top` clients by messages sent since `last`, one row each (counts in the interval,
+/// drops/conflations/resyncs since they connected, fan-out quantiles), then how many are left
+/// out. Empty when `top` is 0 or there are no clients.
+fn client_rows(now: &Totals, last: &Totals, top: usize) -> String {
+    use std::fmt::Write as _;
+    if top == 0 || now.clients.is_empty() {
+        return String::new();
+    }
+    let mut rows: Vec<(u64, u64, u64, &ClientCounters)> = now
+        .clients
+        .iter()
+        .map(|(id, c)| {
+            let before = last.clients.get(id).copied().unwrap_or_default();
+            (*id, c.messages.saturating_sub(before.messages), c.bytes.saturating_sub(before.bytes), c)
+        })
+        .collect();
+    rows.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut out = String::from("  client  messages        bytes  drops  conflations  resyncs  fan-out p50    p99\n");
+    for (id, messages, bytes, c) in rows.iter().take(top) {
+        let _ = writeln!(
+            out,
+            "  {id:>6}  {messages:>8}  {bytes:>11}  {:>5}  {:>11}  {:>7}  {:>11}  {:>5}",
+            c.drops,
+            c.conflations,
+            c.resyncs,
+            micros(c.fanout.p50_ns),
+            micros(c.fanout.p99_ns),
+        );
+    }
+    if rows.len() > top {
+        let _ = writeln!(out, "  … and {} more clients (all of them: the web view, /metrics)", rows.len() - top);
+    }
+    out
+}
+
 /// `12µs`, `1.3ms`: a delay for the status line.
 fn micros(ns: u64) -> String {
     if ns >= 1_000_000 { format!("{:.1}ms", ns as f64 / 1e6) } else { format!("{}µs", ns / 1_000) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counters(messages: u64, resyncs: u64) -> ClientCounters {
+        ClientCounters { messages, bytes: messages * 100, resyncs, ..ClientCounters::default() }
+    }
+
+    #[test]
+    fn client_rows_rank_by_messages_in_the_interval_and_count_the_rest() {
+        let mut last = Totals::default();
+        last.clients.insert(1, counters(1_000, 0));
+        last.clients.insert(2, counters(10, 0));
+        let mut now = Totals::default();
+        now.clients.insert(1, counters(1_005, 0)); // 5 in the interval
+        now.clients.insert(2, counters(60, 2)); // 50 in the interval
+        now.clients.insert(3, counters(20, 1)); // new: 20
+        let text = client_rows(&now, &last, 2);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert!(lines[0].contains("resyncs"), "{text}");
+        let first: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(&first[..3], ["2", "50", "5000"], "{text}");
+        assert_eq!(first[5], "2", "resyncs since connect: {text}");
+        assert!(lines[2].trim_start().starts_with("3 "), "{text}");
+        assert!(lines[3].contains("1 more"), "{text}");
+        assert_eq!(client_rows(&now, &last, 0), "");
+        assert_eq!(client_rows(&Totals::default(), &last, 5), "");
+    }
 }
