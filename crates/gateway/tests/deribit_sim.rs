@@ -352,8 +352,13 @@ async fn forced_disconnect_mid_session_loses_and_duplicates_no_order() {
         let venue = venue.clone();
         tokio::spawn(async move { venue.place(resting_request(price, "dc-flight")).await })
     };
+    let mut auditor_events = auditor.events();
     sim.inject(Fault::Disconnect { session: None });
     wait_event(&mut events, |e| *e == VenueEvent::Connection(ConnState::Disconnected)).await;
+    // The fault closes every session, the auditor's too: it is back (short backoff) long before
+    // the venue under test (2 s), and only then can it act.
+    wait_event(&mut auditor_events, |e| *e == VenueEvent::Connection(ConnState::Disconnected)).await;
+    wait_event(&mut auditor_events, |e| *e == VenueEvent::Connection(ConnState::Ready)).await;
     // While we are away, another session of the account cancels one of our orders.
     auditor.open_orders(Filter::All).await.unwrap();
     auditor.cancel(ticktrade_gateway::venue::OrderRef::Label("dc-b".into())).await.unwrap();
