@@ -35,6 +35,15 @@ use ticktrade_gateway::hot::{
 };
 use ticktrade_latency::{Histogram, Series, Stage, TscClock, spsc_ring};
 
+/// The per-stage series, each the span from the previous stamp to its own.
+const STAGE_SERIES: [(Stage, &str); 5] = [
+    (Stage::Decoded, "stage_decode"),
+    (Stage::Applied, "stage_apply"),
+    (Stage::Decided, "stage_decide"),
+    (Stage::Encoded, "stage_encode"),
+    (Stage::Sent, "stage_write"),
+];
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Book change frames to publish (each is one tick).
@@ -246,13 +255,7 @@ fn run_sim(args: &Args, spec: &ticktrade_core::InstrumentSpec) -> anyhow::Result
         Series::from_histogram("tick_to_trade", r.stages.tick_to_trade()),
         Series::from_histogram("tick_to_encoded", &r.tick_to_encoded),
     ];
-    for (stage, name) in [
-        (Stage::Decoded, "stage_decode"),
-        (Stage::Applied, "stage_apply"),
-        (Stage::Decided, "stage_decide"),
-        (Stage::Encoded, "stage_encode"),
-        (Stage::Sent, "stage_write"),
-    ] {
+    for (stage, name) in STAGE_SERIES {
         if let Some(h) = r.stages.stage(stage) {
             series.push(Series::from_histogram(name, h));
         }
@@ -329,13 +332,7 @@ fn build_series(hot: &SideResult, base: Option<&SideResult>) -> Vec<Series> {
             base.map(|b| &b.exchange.tick_to_order),
         ),
     ];
-    for (stage, name) in [
-        (Stage::Decoded, "stage_decode"),
-        (Stage::Applied, "stage_apply"),
-        (Stage::Decided, "stage_decide"),
-        (Stage::Encoded, "stage_encode"),
-        (Stage::Sent, "stage_write"),
-    ] {
+    for (stage, name) in STAGE_SERIES {
         if let Some(h) = r.stages.stage(stage) {
             out.push(with(Series::from_histogram(name, h), b.and_then(|b| b.stages.stage(stage))));
         }
