@@ -56,6 +56,13 @@ pub struct ExchangeConfig {
     pub pin_core: Option<usize>,
 }
 
+impl ExchangeConfig {
+    /// Whether a `FLOOR_PROBE` follows the tick at index `i` (every `floor_every`-th tick).
+    fn probe_after(&self, i: usize) -> bool {
+        self.floor_every != 0 && (i as u64 + 1).is_multiple_of(u64::from(self.floor_every))
+    }
+}
+
 /// How the exchange side paces its ticks (module docs; docs/PERFORMANCE.md measures each).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Pace {
@@ -174,7 +181,7 @@ fn publish(
         writer.frame_of(Opcode::Text, frame);
         sent_at[i].store(clock.raw().0, Ordering::Release);
         writer.write_to(&mut stream)?;
-        if config.floor_every != 0 && (i as u64 + 1).is_multiple_of(u64::from(config.floor_every)) {
+        if config.probe_after(i) {
             pause(&clock);
             writer.frame_of(Opcode::Text, FLOOR_PROBE);
             writer.write_to(&mut stream)?;
@@ -221,7 +228,7 @@ fn publish_closed_loop(
         if await_reply(&mut stream, &mut reader, &mut tally, &sent_at, &clock, Some(i))? == Reply::Closed {
             return Ok(tally.finish(i as u64 + 1, probes));
         }
-        if config.floor_every != 0 && (i as u64 + 1).is_multiple_of(u64::from(config.floor_every)) {
+        if config.probe_after(i) {
             writer.frame_of(Opcode::Text, FLOOR_PROBE);
             writer.write_to(&mut stream)?;
             probes += 1;
@@ -251,6 +258,31 @@ enum Reply {
     Closed,
 }
 
+/// How [`drain_data`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Drained {
+    /// Every complete frame in the reader's buffer was handled; read more.
+    NeedMore,
+    /// `on_data` asked to stop after a data frame.
+    Stopped,
+    /// A close frame.
+    Close,
+}
+
+/// Hands each complete data frame already in `reader`'s buffer to `on_data` (control frames
+/// other than close are skipped) until it returns true, a close frame arrives, or the buffer
+/// holds no complete frame.
+fn drain_data(reader: &mut WsReader, mut on_data: impl FnMut(&[u8]) -> bool) -> Result<Drained, WsError> {
+    while let Some(message) = reader.next_message()? {
+        match message.opcode {
+            Opcode::Close => return Ok(Drained::Close),
+            Opcode::Text | Opcode::Binary if on_data(message.payload) => return Ok(Drained::Stopped),
+            _ => {}
+        }
+    }
+    Ok(Drained::NeedMore)
+}
+
 /// Reads frames (tallying each) until a data frame for tick `awaited` arrives (any data frame
 /// when `None`), the read times out, or the peer closes.
 fn await_reply(
@@ -263,21 +295,14 @@ fn await_reply(
 ) -> Result<Reply, ExchangeError> {
     let mut received = clock.raw();
     loop {
-        loop {
-            let message = match reader.next_message() {
-                Ok(Some(message)) => message,
-                Ok(None) => break,
-                Err(error) => return Err(error.into()),
-            };
-            match message.opcode {
-                Opcode::Close => return Ok(Reply::Closed),
-                Opcode::Text | Opcode::Binary => {}
-                _ => continue,
-            }
-            let index = tally.record(message.payload, received, clock, |i| sent_at[i]);
-            if awaited.is_none() || index == awaited {
-                return Ok(Reply::Frame);
-            }
+        let drained = drain_data(reader, |payload| {
+            let index = tally.record(payload, received, clock, |i| sent_at[i]);
+            awaited.is_none() || index == awaited
+        })?;
+        match drained {
+            Drained::Close => return Ok(Reply::Closed),
+            Drained::Stopped => return Ok(Reply::Frame),
+            Drained::NeedMore => {}
         }
         match reader.fill(stream) {
             Ok(_) => received = clock.raw(),
@@ -342,18 +367,12 @@ fn read_orders(
     let mut tally = Tally::new(change_ids);
     let mut received = clock.raw();
     loop {
-        loop {
-            let message = match reader.next_message() {
-                Ok(Some(message)) => message,
-                Ok(None) => break,
-                Err(error) => return Err(error.into()),
-            };
-            match message.opcode {
-                Opcode::Close => return Ok(tally.report),
-                Opcode::Text | Opcode::Binary => {}
-                _ => continue,
-            }
-            tally.record(message.payload, received, clock, |i| sent_at[i].load(Ordering::Acquire));
+        let drained = drain_data(&mut reader, |payload| {
+            tally.record(payload, received, clock, |i| sent_at[i].load(Ordering::Acquire));
+            false
+        })?;
+        if drained == Drained::Close {
+            return Ok(tally.report);
         }
         match reader.fill(&mut stream) {
             Ok(_) => received = clock.raw(),
