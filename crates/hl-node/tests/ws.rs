@@ -168,7 +168,9 @@ async fn hyperliquid_client_gets_l2_at_every_variant_trades_and_l4() {
     write_blocks(&mut generator, &mut writer, n_blocks);
     let mut l4_heights = Vec::new();
     let mut n_trades = 0;
-    while l4_heights.last() != Some(&generator.height()) {
+    // Fills are a stream of their own, not joined to the block: their trades may arrive
+    // after the block's l4Book update, so wait for both (next_json bounds the wait).
+    while l4_heights.last() != Some(&generator.height()) || n_trades == 0 {
         let msg = next_json(&mut ws).await;
         match msg["channel"].as_str().unwrap() {
             "l4Book" => l4_heights.push(msg["data"]["Updates"]["height"].as_u64().unwrap()),
