@@ -15,6 +15,8 @@ use serde::de::{Deserializer, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+pub mod fast;
+
 /// Text borrowed from the line when it has no escapes, owned otherwise.
 pub type Str<'a> = Cow<'a, str>;
 

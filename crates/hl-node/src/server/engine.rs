@@ -24,7 +24,8 @@ use tokio::sync::{mpsc, oneshot};
 use ticktrade_core::{Side, Utc};
 use ticktrade_hl_proto::info::InfoRequest;
 use ticktrade_hl_proto::node::{
-    Batch, BookDiff, NodeFill, OrderStatus, RestingStatus, TypedBatch, scan_block_number, scan_coins, trades_from_fills,
+    Batch, BookDiff, NodeFill, OrderStatus, RestingStatus, TypedBatch, fast, scan_block_number, scan_coins,
+    trades_from_fills,
 };
 use ticktrade_hl_proto::time::parse_node_time;
 use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Variant, L2View, UnitLevel};
@@ -115,17 +116,23 @@ pub struct Engine {
     views: FxHashMap<(CoinId, L2Key), L2View>,
 }
 
-/// Decodes a line's events into `out`: one typed pass over the line as `F` (each mapped by
-/// `take`), and only if that fails, the wrapper then event by event as `T` (those `keep`
-/// accepts), so a damaged event is reported and spoils only its coins.
+/// Decodes a line's events into `out`: first `fast` (hl-node's exact shape, see
+/// [`ticktrade_hl_proto::node::fast`]), if it gives up one typed pass over the line as `F`
+/// (each mapped by `take`), and only if that fails, the wrapper then event by event as `T`
+/// (those `keep` accepts), so a damaged event is reported and spoils only its coins.
+#[allow(clippy::too_many_arguments)]
 fn decode_events<'a, F: Deserialize<'a>, T: Deserialize<'a>>(
     line: &'a Line,
+    fast: impl FnOnce(&'a str, &mut Vec<T>) -> Option<fast::Header<'a>>,
     take: impl Fn(F) -> Option<T>,
     keep: impl Fn(&str) -> bool,
     out: &mut Vec<T>,
     damaged: &mut Vec<String>,
     reports: &mut Vec<String>,
 ) -> Option<&'a str> {
+    if let Some(header) = fast(&line.text, out) {
+        return Some(header.block_time);
+    }
     if let Ok(batch) = TypedBatch::<'a, F>::parse(&line.text) {
         out.extend(batch.events.into_iter().filter_map(take));
         return Some(batch.block_time);
@@ -315,7 +322,7 @@ impl Engine {
             return;
         }
         let (mut fills, mut damaged, mut reports) = (Vec::<NodeFill<'_>>::new(), Vec::new(), Vec::new());
-        decode_events(line, Some::<NodeFill<'_>>, |_| true, &mut fills, &mut damaged, &mut reports);
+        decode_events(line, |_, _| None, Some::<NodeFill<'_>>, |_| true, &mut fills, &mut damaged, &mut reports);
         for r in reports {
             self.report(r);
         }
@@ -345,12 +352,14 @@ impl Engine {
         let may_rest =
             |raw: &str| all_statuses || raw.contains(r#""status":"open""#) || raw.contains(r#""status":"triggered""#);
         let (st, dm, rp) = (&mut statuses, &mut damaged, &mut reports);
+        let fast_statuses = |text, out: &mut Vec<_>| fast::statuses(text, all_statuses, out);
         let t1 = if all_statuses {
-            decode_events(statuses_line, Some::<OrderStatus<'_>>, may_rest, st, dm, rp)
+            decode_events(statuses_line, fast_statuses, Some::<OrderStatus<'_>>, may_rest, st, dm, rp)
         } else {
-            decode_events(statuses_line, |r: RestingStatus<'_>| r.0, may_rest, st, dm, rp)
+            decode_events(statuses_line, fast_statuses, |r: RestingStatus<'_>| r.0, may_rest, st, dm, rp)
         };
-        let t2 = decode_events(diffs_line, Some::<BookDiff<'_>>, |_| true, &mut diffs, &mut damaged, &mut reports);
+        let (df, dm, rp) = (&mut diffs, &mut damaged, &mut reports);
+        let t2 = decode_events(diffs_line, fast::diffs, Some::<BookDiff<'_>>, |_| true, df, dm, rp);
         let time = t1.or(t2).and_then(|t| parse_node_time(t).ok()).unwrap_or(self.books.time());
         if self.config.coins.is_some() {
             statuses.retain(|s| self.allowed(&s.order.coin));

@@ -1,0 +1,381 @@
+//! The one-pass scanner for order-status and raw-diff lines in the exact shape hl-node writes.
+//!
+//! Owns: a byte cursor over one line that expects hl-node's field order, no whitespace and no
+//! escapes, and fills the same borrowed types the general (serde) decoder produces, without
+//! allocating (the caller's `Vec` is reused).
+//! Must not: accept anything the general decoder would decode differently or reject. Whatever
+//! is unexpected (another field order, whitespace, an escape, a leading zero, an unknown field,
+//! a duplicate, a number that overflows) makes it give up on the whole line (`None`, `out` left
+//! as it was) so the caller decodes the line with [`super::TypedBatch`]/[`super::Batch`]. Giving
+//! up is always safe; only a line it fully understands is taken from here.
+//!
+//! Values the books do not use (`hash`, `builder`, `children`) are skipped by a strict, small
+//! validator that accepts a subset of JSON (strings without escapes, integers, literals, arrays
+//! and objects of those) and gives up on the rest.
+
+use std::borrow::Cow;
+
+use super::{BookDiff, NodeOrder, OrderStatus, RawBookDiff, status_may_rest};
+
+/// The wrapper of a line: `{"local_time":…,"block_time":…,"block_number":…,"events":[`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header<'a> {
+    pub local_time: &'a str,
+    pub block_time: &'a str,
+    pub block_number: u64,
+}
+
+/// Deepest nesting the skipper follows (serde_json's own limit is 128).
+const MAX_DEPTH: u32 = 32;
+
+struct Cursor<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    at: usize,
+}
+
+/// SWAR: a byte of `x` equal to `b`, or below 0x20, sets that byte's high bit.
+#[inline]
+fn special_in(x: u64) -> u64 {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let has = |b: u8| {
+        let y = x ^ (LO * u64::from(b));
+        y.wrapping_sub(LO) & !y & HI
+    };
+    has(b'"') | has(b'\\') | (x.wrapping_sub(LO * 0x20) & !x & HI)
+}
+
+impl<'a> Cursor<'a> {
+    fn new(text: &'a str) -> Cursor<'a> {
+        Cursor { text, bytes: text.as_bytes(), at: 0 }
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    /// Consumes exactly `lit`.
+    #[inline]
+    fn lit(&mut self, lit: &[u8]) -> Option<()> {
+        let end = self.at + lit.len();
+        if self.bytes.get(self.at..end)? == lit {
+            self.at = end;
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// A string without escapes or control characters, quotes included; its text.
+    #[inline]
+    fn str(&mut self) -> Option<&'a str> {
+        self.lit(b"\"")?;
+        let start = self.at;
+        let mut i = start;
+        while let Some(chunk) = self.bytes.get(i..i + 8) {
+            let word = u64::from_le_bytes(chunk.try_into().ok()?);
+            let hit = special_in(word);
+            if hit != 0 {
+                i += (hit.trailing_zeros() / 8) as usize;
+                break;
+            }
+            i += 8;
+        }
+        loop {
+            let c = *self.bytes.get(i)?;
+            if c == b'"' {
+                break;
+            }
+            if c == b'\\' || c < 0x20 {
+                return None;
+            }
+            i += 1;
+        }
+        self.at = i + 1;
+        self.text.get(start..i)
+    }
+
+    /// `null` or a string.
+    #[inline]
+    fn opt_str(&mut self) -> Option<Option<&'a str>> {
+        if self.peek()? == b'n' {
+            self.lit(b"null")?;
+            Some(None)
+        } else {
+            self.str().map(Some)
+        }
+    }
+
+    /// An unsigned integer as JSON writes it (no leading zero) that fits a `u64`.
+    #[inline]
+    fn u64(&mut self) -> Option<u64> {
+        let first = self.peek()?;
+        if !first.is_ascii_digit() {
+            return None;
+        }
+        let mut value = u64::from(first - b'0');
+        self.at += 1;
+        if first == b'0' {
+            return if self.peek().is_some_and(|c| c.is_ascii_digit()) { None } else { Some(0) };
+        }
+        while let Some(c) = self.peek().filter(u8::is_ascii_digit) {
+            value = value.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+            self.at += 1;
+        }
+        Some(value)
+    }
+
+    #[inline]
+    fn bool(&mut self) -> Option<bool> {
+        match self.peek()? {
+            b't' => self.lit(b"true").map(|()| true),
+            b'f' => self.lit(b"false").map(|()| false),
+            _ => None,
+        }
+    }
+
+    /// Skips one value of the accepted JSON subset.
+    fn skip(&mut self, depth: u32) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        match self.peek()? {
+            b'"' => self.str().map(drop),
+            b'n' => self.lit(b"null"),
+            b't' | b'f' => self.bool().map(drop),
+            b'0'..=b'9' => self.u64().map(drop),
+            b'[' => {
+                self.at += 1;
+                if self.peek()? == b']' {
+                    self.at += 1;
+                    return Some(());
+                }
+                loop {
+                    self.skip(depth + 1)?;
+                    match self.peek()? {
+                        b',' => self.at += 1,
+                        b']' => {
+                            self.at += 1;
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            b'{' => {
+                self.at += 1;
+                if self.peek()? == b'}' {
+                    self.at += 1;
+                    return Some(());
+                }
+                loop {
+                    self.str()?;
+                    self.lit(b":")?;
+                    self.skip(depth + 1)?;
+                    match self.peek()? {
+                        b',' => self.at += 1,
+                        b'}' => {
+                            self.at += 1;
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            _ => None,
+        }
+    }
+
+    fn header(&mut self) -> Option<Header<'a>> {
+        self.lit(b"{\"local_time\":")?;
+        let local_time = self.str()?;
+        self.lit(b",\"block_time\":")?;
+        let block_time = self.str()?;
+        self.lit(b",\"block_number\":")?;
+        let block_number = self.u64()?;
+        self.lit(b",\"events\":[")?;
+        Some(Header { local_time, block_time, block_number })
+    }
+
+    /// Calls `event` for every element of the events array, then checks the line's end.
+    fn events(&mut self, mut event: impl FnMut(&mut Cursor<'a>) -> Option<()>) -> Option<()> {
+        if self.peek()? == b']' {
+            self.at += 1;
+        } else {
+            loop {
+                event(self)?;
+                match self.peek()? {
+                    b',' => self.at += 1,
+                    b']' => {
+                        self.at += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        self.lit(b"}")?;
+        // serde_json accepts trailing whitespace only.
+        self.bytes[self.at..].iter().all(|c| matches!(c, b' ' | b'\n' | b'\r' | b'\t')).then_some(())
+    }
+
+    fn order(&mut self) -> Option<NodeOrder<'a>> {
+        self.lit(b"{\"coin\":")?;
+        let coin = self.str()?;
+        self.lit(b",\"side\":")?;
+        let side = self.str()?;
+        self.lit(b",\"limitPx\":")?;
+        let limit_px = self.str()?;
+        self.lit(b",\"sz\":")?;
+        let sz = self.str()?;
+        self.lit(b",\"oid\":")?;
+        let oid = self.u64()?;
+        self.lit(b",\"timestamp\":")?;
+        let timestamp = self.u64()?;
+        self.lit(b",\"triggerCondition\":")?;
+        let trigger_condition = self.str()?;
+        self.lit(b",\"isTrigger\":")?;
+        let is_trigger = self.bool()?;
+        self.lit(b",\"triggerPx\":")?;
+        let trigger_px = self.str()?;
+        self.lit(b",\"children\":")?;
+        self.skip(0)?;
+        self.lit(b",\"isPositionTpsl\":")?;
+        let is_position_tpsl = self.bool()?;
+        self.lit(b",\"reduceOnly\":")?;
+        let reduce_only = self.bool()?;
+        self.lit(b",\"orderType\":")?;
+        let order_type = self.str()?;
+        self.lit(b",\"origSz\":")?;
+        let orig_sz = self.opt_str()?;
+        self.lit(b",\"tif\":")?;
+        let tif = self.opt_str()?;
+        self.lit(b",\"cloid\":")?;
+        let cloid = self.opt_str()?;
+        self.lit(b"}")?;
+        Some(NodeOrder {
+            coin: Cow::Borrowed(coin),
+            side,
+            limit_px,
+            sz,
+            oid,
+            timestamp,
+            trigger_condition: Cow::Borrowed(trigger_condition),
+            is_trigger,
+            trigger_px,
+            is_position_tpsl,
+            reduce_only,
+            order_type: Cow::Borrowed(order_type),
+            orig_sz,
+            tif,
+            cloid,
+        })
+    }
+
+    fn status(&mut self) -> Option<OrderStatus<'a>> {
+        self.lit(b"{\"time\":")?;
+        let time = self.str()?;
+        self.lit(b",\"user\":")?;
+        let user = self.str()?;
+        self.lit(b",\"hash\":")?;
+        self.skip(0)?;
+        self.lit(b",\"builder\":")?;
+        self.skip(0)?;
+        self.lit(b",\"status\":")?;
+        let status = self.str()?;
+        self.lit(b",\"order\":")?;
+        let order = self.order()?;
+        self.lit(b"}")?;
+        Some(OrderStatus { time, user, status: Cow::Borrowed(status), order })
+    }
+
+    fn diff(&mut self) -> Option<BookDiff<'a>> {
+        self.lit(b"{\"user\":")?;
+        let user = self.str()?;
+        self.lit(b",\"oid\":")?;
+        let oid = self.u64()?;
+        self.lit(b",\"coin\":")?;
+        let coin = self.str()?;
+        self.lit(b",\"side\":")?;
+        let side = self.str()?;
+        self.lit(b",\"px\":")?;
+        let px = self.str()?;
+        self.lit(b",\"raw_book_diff\":")?;
+        let raw_book_diff = match self.peek()? {
+            b'"' => {
+                self.lit(b"\"remove\"")?;
+                RawBookDiff::Remove
+            }
+            _ => {
+                self.lit(b"{\"")?;
+                match self.peek()? {
+                    b'n' => {
+                        self.lit(b"new\":{\"sz\":")?;
+                        let sz = self.str()?;
+                        self.lit(b"}}")?;
+                        RawBookDiff::New { sz }
+                    }
+                    _ => {
+                        self.lit(b"update\":{\"origSz\":")?;
+                        let orig_sz = self.str()?;
+                        self.lit(b",\"newSz\":")?;
+                        let new_sz = self.str()?;
+                        self.lit(b"}}")?;
+                        RawBookDiff::Update { orig_sz, new_sz }
+                    }
+                }
+            }
+        };
+        self.lit(b"}")?;
+        Some(BookDiff { user, oid, coin: Cow::Borrowed(coin), side: Some(side), px, raw_book_diff })
+    }
+}
+
+/// Appends the statuses of an order-status line to `out`: all of them with `all`, else only
+/// those that may rest (`open`/`triggered`), exactly as [`super::TypedBatch`] of
+/// [`OrderStatus`] (or of [`super::RestingStatus`]) would. `None` (and `out` unchanged) when
+/// the line is not in hl-node's exact shape: decode it with the general decoder then.
+pub fn statuses<'a>(line: &'a str, all: bool, out: &mut Vec<OrderStatus<'a>>) -> Option<Header<'a>> {
+    let len = out.len();
+    let mut cursor = Cursor::new(line);
+    let header = cursor.header();
+    let done = header.and_then(|_| {
+        cursor.events(|c| {
+            let status = c.status()?;
+            if all || status_may_rest(&status.status) {
+                out.push(status);
+            }
+            Some(())
+        })
+    });
+    if done.is_none() {
+        out.truncate(len);
+        return None;
+    }
+    header
+}
+
+/// Appends the diffs of a raw-diff line to `out`, exactly as [`super::TypedBatch`] of
+/// [`BookDiff`] would; `None` (and `out` unchanged) when the line is not in hl-node's exact
+/// shape.
+pub fn diffs<'a>(line: &'a str, out: &mut Vec<BookDiff<'a>>) -> Option<Header<'a>> {
+    let len = out.len();
+    let mut cursor = Cursor::new(line);
+    let header = cursor.header();
+    let done = header.and_then(|_| {
+        cursor.events(|c| {
+            out.push(c.diff()?);
+            Some(())
+        })
+    });
+    if done.is_none() {
+        out.truncate(len);
+        return None;
+    }
+    header
+}
+
+#[cfg(test)]
+mod tests;

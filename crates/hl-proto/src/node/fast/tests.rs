@@ -1,0 +1,168 @@
+use super::*;
+use crate::node::{RestingStatus, TypedBatch};
+
+fn example(name: &str) -> String {
+    let path = format!("{}/../../testdata/hyperliquid/examples/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// Drops whitespace outside strings, keeping the field order (serde_json's `Value` would sort).
+fn minify(text: &str) -> String {
+    let (mut out, mut in_str, mut escaped) = (String::with_capacity(text.len()), false, false);
+    for c in text.chars() {
+        if in_str {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_str = false;
+            }
+        } else if !c.is_whitespace() {
+            in_str = c == '"';
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn line_of(events: &[String]) -> String {
+    format!(
+        r#"{{"local_time":"2026-04-30T20:46:46.266775178","block_time":"2026-04-30T20:46:43.304461819","block_number":978995377,"events":[{}]}}"#,
+        events.join(",")
+    )
+}
+
+/// Both decoders agree on `line`; returns whether the fast path took it.
+pub(crate) fn check_statuses(line: &str) -> bool {
+    let general = TypedBatch::<OrderStatus<'_>>::parse(line);
+    let mut fast = vec![];
+    let header = statuses(line, true, &mut fast);
+    match (&general, header) {
+        (Ok(batch), Some(header)) => {
+            assert_eq!(fast, batch.events, "{line}");
+            assert_eq!(
+                (header.local_time, header.block_time, header.block_number),
+                (batch.local_time, batch.block_time, batch.block_number)
+            );
+        }
+        (Err(_), Some(_)) => panic!("fast path accepted a line the general decoder rejects: {line}"),
+        (_, None) => assert!(fast.is_empty()),
+    }
+    let resting = TypedBatch::<RestingStatus<'_>>::parse(line);
+    let mut kept = vec![];
+    let header = statuses(line, false, &mut kept);
+    match (resting, header) {
+        (Ok(batch), Some(_)) => {
+            let expected: Vec<OrderStatus<'_>> = batch.events.into_iter().filter_map(|r| r.0).collect();
+            assert_eq!(kept, expected, "{line}");
+        }
+        (Err(_), Some(_)) => panic!("fast path accepted a line the resting decoder rejects: {line}"),
+        (_, None) => assert!(kept.is_empty()),
+    }
+    header.is_some()
+}
+
+pub(crate) fn check_diffs(line: &str) -> bool {
+    let general = TypedBatch::<BookDiff<'_>>::parse(line);
+    let mut fast = vec![];
+    let header = diffs(line, &mut fast);
+    match (&general, header) {
+        (Ok(batch), Some(header)) => {
+            assert_eq!(fast, batch.events, "{line}");
+            assert_eq!((header.block_time, header.block_number), (batch.block_time, batch.block_number));
+        }
+        (Err(_), Some(_)) => panic!("fast path accepted a line the general decoder rejects: {line}"),
+        (_, None) => assert!(fast.is_empty()),
+    }
+    header.is_some()
+}
+
+#[test]
+fn every_example_decodes_identically() {
+    // Statuses: the recorded line (pretty in the examples: the fast path must give up), compact.
+    let pretty = example("node_order_statuses_by_block.line.trimmed.json");
+    assert!(!check_statuses(&pretty));
+    let compact = minify(&pretty);
+    assert!(check_statuses(&compact));
+    let mut fast = vec![];
+    assert_eq!(statuses(&compact, true, &mut fast).map(|h| h.block_number), Some(978_995_377));
+    assert_eq!(fast.len(), 3);
+    // The trigger lifecycle, one event per line and all in one line.
+    let lifecycle: Vec<serde_json::Value> =
+        serde_json::from_str(&example("order_status.trigger_lifecycle.events.json")).unwrap();
+    let text = example("order_status.trigger_lifecycle.events.json");
+    let events: Vec<String> = split_events(&text, "\"event\":");
+    assert_eq!(events.len(), lifecycle.len());
+    for event in &events {
+        assert!(check_statuses(&line_of(std::slice::from_ref(event))));
+    }
+    assert!(check_statuses(&line_of(&events)));
+    // The l4Book message's statuses have no hash/builder and a `user` in the order: the fast
+    // path gives up and the general decoder decides.
+    let l4 = example("ws.l4Book.updates.message.json");
+    let ws_statuses = split_events(&l4, "\"order_statuses\":");
+    assert!(!ws_statuses.is_empty());
+    assert!(!check_statuses(&line_of(&ws_statuses)));
+    // Diffs: the recorded line, the update event, both.
+    let diffs_line = example("node_raw_book_diffs_by_block.line.json");
+    assert!(check_diffs(diffs_line.trim()));
+    assert!(check_diffs(&diffs_line));
+    let update = minify(&example("raw_book_diff.update.event.json"));
+    assert!(check_diffs(&line_of(std::slice::from_ref(&update))));
+    let mut all = split_events(diffs_line.trim(), "\"events\":");
+    all.push(update);
+    assert!(check_diffs(&line_of(&all)));
+    assert!(check_diffs(&line_of(&[])));
+}
+
+/// The compact text of each element of the array (or of the object) following every `key`.
+fn split_events(text: &str, key: &str) -> Vec<String> {
+    let compact = minify(text);
+    let mut out = Vec::new();
+    let mut rest = compact.as_str();
+    while let Some(at) = rest.find(key) {
+        rest = &rest[at + key.len()..];
+        let value: &serde_json::value::RawValue = serde_json::Deserializer::from_str(rest)
+            .into_iter::<&serde_json::value::RawValue>()
+            .next()
+            .unwrap()
+            .unwrap();
+        let raw = value.get();
+        if raw.starts_with('[') {
+            let items: Vec<&serde_json::value::RawValue> = serde_json::from_str(raw).unwrap();
+            out.extend(items.iter().map(|v| v.get().to_owned()));
+        } else {
+            out.push(raw.to_owned());
+        }
+        rest = &rest[raw.len()..];
+    }
+    out
+}
+
+#[test]
+fn gives_up_on_anything_unexpected() {
+    let line = minify(&example("node_order_statuses_by_block.line.trimmed.json"));
+    assert!(check_statuses(&line));
+    let cases = [
+        line.replacen("\"oid\":", "\"oid\":0", 1),
+        line.replacen("\"oid\":", "\"oid\":99999999999999999999", 1),
+        line.replacen("\"oid\":", "\"oid\": ", 1),
+        line.replacen("\"sz\":\"", "\"sz\":\"\\u0030", 1),
+        line.replacen("\"coin\":\"BTC\"", "\"coin\":\"B\\\"TC\"", 1),
+        line.replacen("\"hash\":null", "\"hash\":1.5", 1),
+        line.replacen("\"tif\":", "\"x\":1,\"tif\":", 1),
+        line.replacen("}]}", "}] }x", 1),
+        line.replacen("\"block_number\":978995377", "\"block_number\":-1", 1),
+        line[..line.len() - 1].to_owned(),
+    ];
+    for case in &cases {
+        assert!(!check_statuses(case), "{case}");
+    }
+    // Values of the accepted subset in skipped fields are fine.
+    let builder = line.replacen("\"builder\":null", "\"builder\":{\"b\":\"0xabc\",\"f\":10,\"x\":[true,[]]}", 1);
+    assert!(check_statuses(&builder));
+    // Trailing whitespace is accepted by both.
+    assert!(check_statuses(&format!("{line}\n")));
+}
