@@ -18,6 +18,7 @@
 //! - `api`: typed method params and results.
 //! - `book_fast`: the hot path's fixed-layout book decoder, same results as `book`.
 //! - `order`: the hot path's limit-order encoder and the origin `OrderLabel`.
+//! - `order_fixed`: the same encoder laid out for a cold cache (one struct, fixed-size region).
 //! - `scan` (private): the small JSON scanner the hand decoders share.
 
 pub mod api;
@@ -29,6 +30,7 @@ pub mod envelope;
 pub mod error;
 pub mod instrument;
 pub mod order;
+pub mod order_fixed;
 mod scan;
 pub mod signature;
 

@@ -20,6 +20,7 @@
 //! - `feed`: `SyntheticFeed`, seeded BTC-PERPETUAL book frames for tests and benchmarks.
 //! - `order_client`: `OrderClient`, orders sent and acknowledged on the same framer
 //!   (`ticktrade bench order`).
+//! - `order_frame`: `OrderFrame`, an order encoded, masked and framed in one compact block.
 //! - `acker`: `Acker`, an in-process venue that acknowledges each request with `usIn`/`usOut`.
 //! - `exchange`: `ExchangeSide`, a blocking in-process publisher + order reader on loopback,
 //!   closed-loop or gap-paced (`Pace`) (benchmarks and tests; the simulator replaces it where
@@ -31,6 +32,7 @@ pub mod exchange;
 pub mod feed;
 pub mod handshake;
 pub mod order_client;
+pub mod order_frame;
 pub mod pipeline;
 pub mod record;
 pub mod strategy;

@@ -2,9 +2,16 @@
 //! runtime) and reads their acknowledgements, with the stamps `ticktrade bench order` reports:
 //! call → encoded → write returned, and write → ack read, split with the venue's `usIn`/`usOut`.
 //!
-//! Owns: one connection's socket, reader, writer, order encoder and request ids.
-//! Must not: allocate on `send` once warm (the encoder writes into the reused frame buffer),
-//! or interpret an ack beyond its id and timing members (order state is the control plane's).
+//! Owns: one connection's socket, reader, writers, order encoders and request ids.
+//! Must not: allocate on `send` (the encoder writes into a fixed frame buffer), or interpret an
+//! ack beyond its id and timing members (order state is the control plane's).
+//!
+//! Layout: what `send` reads or writes between its two stamps is this struct's first line and
+//! one 1 KiB-aligned block, [`OrderFrame`] (mask state, every constant of the request inline,
+//! the frame buffer). The `Vec` encoder and framer stay for the orders the fixed encoder
+//! declines (a price or amount beyond `i64` in the instrument's units, an instrument name over
+//! ~70 bytes). No pending-request table is written inside the span: `send` returns the id, and
+//! the caller matches the ack to it after the write.
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -14,6 +21,7 @@ use ticktrade_deribit_proto::order::{LimitOrder, OrderEncoder};
 use ticktrade_deribit_proto::{Id, Incoming, classify};
 use ticktrade_latency::{RawTicks, TscClock};
 
+use super::order_frame::OrderFrame;
 use super::ws::{Opcode, Role, WsError, WsReader, WsWriter};
 
 /// Stamps of one `send`.
@@ -50,26 +58,31 @@ pub enum OrderClientError {
 }
 
 pub struct OrderClient {
+    hot: Box<OrderFrame>,
+    next_id: u64,
     stream: TcpStream,
+    clock: TscClock,
+    /// Where the last frame is: `hot` or (declined by the fixed encoder) `writer`.
+    last_in_writer: bool,
     reader: WsReader,
     writer: WsWriter,
     control: WsWriter,
     encoder: OrderEncoder,
-    next_id: u64,
-    clock: TscClock,
 }
 
 impl OrderClient {
     /// A client on a connected WebSocket (`handshake::connect`).
     pub fn new(stream: TcpStream, reader: WsReader, spec: &InstrumentSpec, clock: TscClock) -> OrderClient {
         OrderClient {
+            hot: OrderFrame::new(spec, 0x2545_F491),
+            next_id: 1,
             stream,
+            clock,
+            last_in_writer: false,
             reader,
             writer: WsWriter::new(Role::Client, 1024, 0x2545_F491),
             control: WsWriter::new(Role::Client, 256, 0x9E37_79B9),
             encoder: OrderEncoder::new(spec),
-            next_id: 1,
-            clock,
         }
     }
 
@@ -77,24 +90,33 @@ impl OrderClient {
     #[inline]
     pub fn send(&mut self, order: &LimitOrder) -> Result<SendStamps, OrderClientError> {
         let called = self.clock.raw();
-        // Start loading the encoder's constants and the frame buffer together (see
-        // `Pipeline::set_touch_ahead`): after an idle wait they are usually out of cache.
-        std::hint::black_box(self.encoder.touch() ^ self.writer.touch());
         let id = self.next_id;
         self.next_id += 1;
-        self.encoder.encode(self.writer.begin(), id, order);
-        self.writer.finish(Opcode::Text);
+        self.last_in_writer = !self.hot.build(id, order);
+        if self.last_in_writer {
+            self.encode_declined(id, order);
+        }
         let encoded = self.clock.raw();
-        self.stream.write_all(self.writer.frame()).map_err(WsError::from)?;
+        let frame = if self.last_in_writer { self.writer.frame() } else { self.hot.frame() };
+        self.stream.write_all(frame).map_err(WsError::from)?;
         let written = self.clock.raw();
         Ok(SendStamps { id, called, encoded, written })
+    }
+
+    /// The `Vec` encoder and framer, for an order the fixed encoder declined.
+    #[cold]
+    #[inline(never)]
+    fn encode_declined(&mut self, id: u64, order: &LimitOrder) {
+        self.encoder.encode(self.writer.begin(), id, order);
+        self.writer.finish(Opcode::Text);
     }
 
     /// Writes the last order frame again, unchanged (the `write_floor` measurement); returns
     /// the nanoseconds the write took.
     pub fn rewrite_last(&mut self) -> Result<u64, OrderClientError> {
         let start = self.clock.raw();
-        self.stream.write_all(self.writer.frame()).map_err(WsError::from)?;
+        let frame = if self.last_in_writer { self.writer.frame() } else { self.hot.frame() };
+        self.stream.write_all(frame).map_err(WsError::from)?;
         Ok(self.clock.nanos_between(start, self.clock.raw()))
     }
 

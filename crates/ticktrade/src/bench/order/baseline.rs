@@ -37,10 +37,13 @@ async fn client(url: String, clock: TscClock, gap: Duration, orders: u64) -> any
     let anchor_utc = clock.utc().0;
     let utc_of = |raw: RawTicks| anchor_utc + (clock.to_mono(raw).0 as i64 - anchor_mono);
     let spec = btc_perpetual().map_err(|e| anyhow!("spec: {e}"))?;
-    let mut result = OrderResult::default();
     let warm = 1_000u64;
+    // Raw stamps, turned into histograms after the run (as the hot side does).
+    let mut samples = Vec::with_capacity(usize::try_from(orders).context("orders")?);
     for i in 0..orders + warm {
-        std::thread::sleep(gap);
+        if !gap.is_zero() {
+            std::thread::sleep(gap);
+        }
         let called = clock.raw();
         let request = format!(
             r#"{{"jsonrpc":"2.0","id":{},"method":"private/buy","params":{{"instrument_name":"BTC-PERPETUAL","amount":10,"type":"limit","price":{},"label":"tt.{}.{}","post_only":true}}}}"#,
@@ -66,12 +69,16 @@ async fn client(url: String, clock: TscClock, gap: Duration, orders: u64) -> any
         if i < warm {
             continue;
         }
+        samples.push((called, encoded, written, received, ack["usIn"].as_u64(), ack["usOut"].as_u64()));
+    }
+    ws.close(None).await.ok();
+    let mut result = OrderResult::default();
+    for (called, encoded, written, received, us_in, us_out) in samples {
         result.call_to_encoded.record(clock.nanos_between(called, encoded));
         result.call_to_write.record(clock.nanos_between(called, written));
         result.round_trip.record(clock.nanos_between(written, received));
         result.call_to_ack.record(clock.nanos_between(called, received));
-        result.record_split(utc_of(written), utc_of(received), ack["usIn"].as_u64(), ack["usOut"].as_u64());
+        result.record_split(utc_of(written), utc_of(received), us_in, us_out);
     }
-    ws.close(None).await.ok();
     Ok(result)
 }

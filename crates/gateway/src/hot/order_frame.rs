@@ -1,0 +1,101 @@
+//! `OrderFrame`: a client-role WebSocket text frame carrying one limit order, encoded, masked
+//! and framed in place in one 1 KiB-aligned block that holds everything the work reads: the
+//! mask state, `FixedOrderEncoder` (every constant of the request inline) and the frame buffer,
+//! about nine cache lines of one page.
+//!
+//! Owns: the block's layout, the frame header of an order (16-bit length form), whole-word
+//! masking (the bytes after the payload are slack of the encoder's region).
+//! Must not: allocate after `new`, read anything outside the block and the order, or panic.
+//!
+//! Why: live, an order is built after a wait in `read` or a sleep, with the caches and TLB
+//! emptied by whatever ran meanwhile; the cost is then set by how many distinct cache lines
+//! and pages the work touches (docs/PERFORMANCE.md §4.2, §8). `OrderEncoder` + `WsWriter` read
+//! the writer's and encoder's structs, two heap prefixes, `itoa`'s digit table, a powers-of-ten
+//! table and literals in `.rodata`, and call libc's `memcpy` for variable-length runs.
+
+use ticktrade_core::InstrumentSpec;
+use ticktrade_deribit_proto::order::LimitOrder;
+use ticktrade_deribit_proto::order_fixed::{ENCODE_ROOM, FixedOrderEncoder};
+
+use super::ws::apply_mask;
+
+/// Where the payload starts in the block's buffer; the header (at most 8 bytes for a masked
+/// frame under 64 KiB) goes right in front of it.
+const PAYLOAD_AT: usize = 16;
+
+/// One order frame built in place (see the module docs). `repr(C)`: the fields in this order,
+/// the small ones in the first line with the start of the encoder.
+#[repr(C, align(1024))]
+pub struct OrderFrame {
+    /// xorshift32 state for mask keys.
+    mask_state: u32,
+    frame_start: u16,
+    frame_end: u16,
+    /// `None` when the instrument does not fit the fixed layout: every order takes the `Vec`
+    /// path then.
+    encoder: Option<FixedOrderEncoder>,
+    buf: [u8; PAYLOAD_AT + ENCODE_ROOM],
+}
+
+impl OrderFrame {
+    /// A block for `spec`'s instrument; `seed` starts the mask keys.
+    pub fn new(spec: &InstrumentSpec, seed: u32) -> Box<OrderFrame> {
+        Box::new(OrderFrame {
+            mask_state: seed | 1,
+            frame_start: 0,
+            frame_end: 0,
+            encoder: FixedOrderEncoder::new(spec),
+            buf: [0; PAYLOAD_AT + ENCODE_ROOM],
+        })
+    }
+
+    /// Encodes, masks and frames `order` with `id`; `false` if the fixed encoder declined it
+    /// (then encode it with `OrderEncoder` and a `WsWriter`).
+    #[inline(always)]
+    pub fn build(&mut self, id: u64, order: &LimitOrder) -> bool {
+        let Some(end) = self.encoder.as_ref().and_then(|e| e.encode_into(&mut self.buf, PAYLOAD_AT, id, order)) else {
+            return false;
+        };
+        let len = end - PAYLOAD_AT;
+        let key = next_mask(&mut self.mask_state);
+        // Whole words: the bytes past `end` are slack of the encoder's region.
+        let words = len.div_ceil(8) * 8;
+        apply_mask(&mut self.buf[PAYLOAD_AT..PAYLOAD_AT + words], key);
+        let [k0, k1, k2, k3] = key;
+        let start = if len < 126 {
+            self.buf[PAYLOAD_AT - 6..PAYLOAD_AT].copy_from_slice(&[0x81, 0x80 | len as u8, k0, k1, k2, k3]);
+            PAYLOAD_AT - 6
+        } else {
+            // `len` < ENCODE_ROOM < 65 536: the 16-bit length form.
+            let [l0, l1] = (len as u16).to_be_bytes();
+            self.buf[PAYLOAD_AT - 8..PAYLOAD_AT].copy_from_slice(&[0x81, 0x80 | 126, l0, l1, k0, k1, k2, k3]);
+            PAYLOAD_AT - 8
+        };
+        self.frame_start = start as u16;
+        self.frame_end = end as u16;
+        true
+    }
+
+    /// Loads one byte of each cache line of the frame buffer (`Pipeline::set_touch_ahead`);
+    /// returns a value for `std::hint::black_box`.
+    #[inline]
+    pub fn touch(&self) -> u8 {
+        self.buf.iter().step_by(64).fold(self.mask_state as u8, |x, &b| x ^ b)
+    }
+
+    /// The last frame built.
+    #[inline(always)]
+    pub fn frame(&self) -> &[u8] {
+        &self.buf[usize::from(self.frame_start)..usize::from(self.frame_end)]
+    }
+}
+
+#[inline(always)]
+fn next_mask(state: &mut u32) -> [u8; 4] {
+    let mut x = *state;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    *state = x;
+    x.to_ne_bytes()
+}
