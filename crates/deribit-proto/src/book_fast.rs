@@ -21,24 +21,34 @@ use ticktrade_core::{InstrumentSpec, Price, Qty, Side};
 use crate::book::{BookHeader, BookKind, decode_book_units};
 use crate::scan::DecodeError;
 
-/// A decoder for one instrument's book notifications.
+/// A decoder for one instrument's book notifications. `repr(C)`: what the fixed-layout path
+/// reads (units, the two constant runs inline) comes first and in few cache lines; the spec,
+/// needed only by the general decoder, last.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct FastBookDecoder {
-    spec: InstrumentSpec,
     price: Units,
     qty: Units,
     /// False when the tick rule has steps: validity then depends on the price, so every frame
     /// takes the general path.
     enabled: bool,
+    /// Lengths of the two constant runs (0 when the name would need escaping or is too long
+    /// for the inline runs: the fixed layout is then never tried).
+    head_len: u8,
+    instrument_len: u8,
+    /// Where the channel name and the instrument name sit in `head`/`instrument`.
+    channel_at: (u8, u8),
+    instrument_at: (u8, u8),
     /// `{"jsonrpc":"2.0","method":"subscription","params":{"channel":"book.NAME.raw","data":{"type":"`
-    /// (empty when the name would need escaping: the fixed layout is then never tried).
-    fixed_head: Vec<u8>,
+    head: [u8; HEAD_CAP],
     /// `,"instrument_name":"NAME","change_id":`
-    fixed_instrument: Vec<u8>,
-    /// Where the channel name and the instrument name sit in `fixed_head`/`fixed_instrument`.
-    channel_at: (usize, usize),
-    instrument_at: (usize, usize),
+    instrument: [u8; INSTRUMENT_CAP],
+    spec: InstrumentSpec,
 }
+
+/// Room for the inline constant runs: instrument names of up to 64 bytes take the fixed path.
+const HEAD_CAP: usize = 160;
+const INSTRUMENT_CAP: usize = 112;
 
 /// Converts decimal text to integer units of `mantissa / 10^scale`.
 #[derive(Clone, Copy, Debug)]
@@ -54,32 +64,41 @@ impl FastBookDecoder {
         let price = units(spec.tick());
         let qty = units(spec.qty_unit);
         let enabled = spec.tick_rule.steps().next().is_none() && price.mantissa > 0 && qty.mantissa > 0;
-        let plain = spec.name.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
-        let (mut fixed_head, mut fixed_instrument) = (Vec::new(), Vec::new());
+        let plain = spec.name.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') && spec.name.len() <= 64;
+        let (mut head, mut instrument) = ([0u8; HEAD_CAP], [0u8; INSTRUMENT_CAP]);
+        let (mut head_len, mut instrument_len) = (0, 0);
         let (mut channel_at, mut instrument_at) = ((0, 0), (0, 0));
         if plain {
-            fixed_head.extend_from_slice(br#"{"jsonrpc":"2.0","method":"subscription","params":{"channel":""#);
-            let start = fixed_head.len();
-            fixed_head.extend_from_slice(b"book.");
-            fixed_head.extend_from_slice(spec.name.as_bytes());
-            fixed_head.extend_from_slice(b".raw");
-            channel_at = (start, fixed_head.len());
-            fixed_head.extend_from_slice(br#"","data":{"type":""#);
-            fixed_instrument.extend_from_slice(br#","instrument_name":""#);
-            let start = fixed_instrument.len();
-            fixed_instrument.extend_from_slice(spec.name.as_bytes());
-            instrument_at = (start, fixed_instrument.len());
-            fixed_instrument.extend_from_slice(br#"","change_id":"#);
+            let mut run = Vec::with_capacity(HEAD_CAP);
+            run.extend_from_slice(br#"{"jsonrpc":"2.0","method":"subscription","params":{"channel":""#);
+            let start = run.len();
+            run.extend_from_slice(b"book.");
+            run.extend_from_slice(spec.name.as_bytes());
+            run.extend_from_slice(b".raw");
+            channel_at = (start as u8, run.len() as u8);
+            run.extend_from_slice(br#"","data":{"type":""#);
+            head[..run.len()].copy_from_slice(&run);
+            head_len = run.len() as u8;
+            run.clear();
+            run.extend_from_slice(br#","instrument_name":""#);
+            let start = run.len();
+            run.extend_from_slice(spec.name.as_bytes());
+            instrument_at = (start as u8, run.len() as u8);
+            run.extend_from_slice(br#"","change_id":"#);
+            instrument[..run.len()].copy_from_slice(&run);
+            instrument_len = run.len() as u8;
         }
         FastBookDecoder {
-            spec: spec.clone(),
             price,
             qty,
             enabled,
-            fixed_head,
-            fixed_instrument,
+            head_len,
+            instrument_len,
             channel_at,
             instrument_at,
+            head,
+            instrument,
+            spec: spec.clone(),
         }
     }
 
@@ -93,7 +112,17 @@ impl FastBookDecoder {
     /// taken one by one as the scan reaches each line.
     #[inline]
     pub fn touch(&self) -> u8 {
-        touch_lines(&self.fixed_head) ^ touch_lines(&self.fixed_instrument) ^ (POW10[19] as u8)
+        touch_lines(self.fixed_head()) ^ touch_lines(self.fixed_instrument()) ^ (POW10[19] as u8)
+    }
+
+    #[inline(always)]
+    fn fixed_head(&self) -> &[u8] {
+        &self.head[..usize::from(self.head_len)]
+    }
+
+    #[inline(always)]
+    fn fixed_instrument(&self) -> &[u8] {
+        &self.instrument[..usize::from(self.instrument_len)]
     }
 
     /// Decodes a whole notification frame, like `decode_book_units(frame, spec, out)`.
@@ -118,11 +147,11 @@ impl FastBookDecoder {
     /// instead of a key search; anything else returns `None` and goes to [`Self::fast`].
     #[inline]
     fn fixed<'a>(&self, frame: &'a [u8], out: &mut Vec<LevelUpdate>) -> Option<BookHeader<'a>> {
-        if self.fixed_head.is_empty() {
+        if self.head_len == 0 {
             return None;
         }
         let mut c = Cursor { buf: frame, pos: 0 };
-        c.lit(&self.fixed_head)?;
+        c.run(self.fixed_head())?;
         let kind = if c.eat(br#"change","timestamp":"#) {
             BookKind::Change
         } else if c.eat(br#"snapshot","timestamp":"#) {
@@ -138,8 +167,8 @@ impl FastBookDecoder {
             }
             _ => None,
         };
-        let instrument_start = c.pos + self.instrument_at.0;
-        c.lit(&self.fixed_instrument)?;
+        let instrument_start = c.pos + usize::from(self.instrument_at.0);
+        c.run(self.fixed_instrument())?;
         let change_id = c.u64()?;
         c.lit(br#","bids":["#)?;
         self.entries(&mut c, Side::Buy, out)?;
@@ -150,8 +179,9 @@ impl FastBookDecoder {
             return None;
         }
         // Both names were compared byte for byte with the spec's (valid UTF-8) name.
-        let channel = std::str::from_utf8(frame.get(self.channel_at.0..self.channel_at.1)?).ok()?;
-        let instrument_len = self.instrument_at.1 - self.instrument_at.0;
+        let channel =
+            std::str::from_utf8(frame.get(usize::from(self.channel_at.0)..usize::from(self.channel_at.1))?).ok()?;
+        let instrument_len = usize::from(self.instrument_at.1 - self.instrument_at.0);
         let instrument = std::str::from_utf8(frame.get(instrument_start..instrument_start + instrument_len)?).ok()?;
         Some(BookHeader { channel, instrument, kind, change_id, prev_change_id, timestamp_ms })
     }
@@ -275,6 +305,18 @@ impl<'a> Cursor<'a> {
     #[inline(always)]
     fn lit(&mut self, lit: &[u8]) -> Option<()> {
         self.eat(lit).then_some(())
+    }
+
+    /// [`Self::lit`] for a run whose length is not a constant (the decoder's inline runs):
+    /// compared eight bytes at a time by XOR (no call into `bcmp`), the last word overlapping.
+    #[inline(always)]
+    fn run(&mut self, run: &[u8]) -> Option<()> {
+        let got = self.buf.get(self.pos..self.pos + run.len())?;
+        if !same_bytes(got, run) {
+            return None;
+        }
+        self.pos += run.len();
+        Some(())
     }
 
     /// A string body without escapes, through its closing quote.
@@ -413,6 +455,25 @@ impl<'a> Cursor<'a> {
     fn frac_digits(&mut self) -> Option<(u64, usize)> {
         self.run_of_digits()
     }
+}
+
+/// Whether two slices of the same length are equal; words of eight bytes XORed and ORed
+/// together without an early exit, the last word overlapping the one before.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n < 8 || b.len() != n {
+        return a == b;
+    }
+    let word = |s: &[u8], at: usize| load8(s, at);
+    let mut diff = 0u64;
+    let mut at = 0;
+    while at + 8 <= n {
+        diff |= word(a, at) ^ word(b, at);
+        at += 8;
+    }
+    diff |= word(a, n - 8) ^ word(b, n - 8);
+    diff == 0
 }
 
 /// The XOR of the first byte of each 64-byte line of `bytes` (a cheap way to start loading

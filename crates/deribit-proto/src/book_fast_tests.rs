@@ -209,3 +209,29 @@ proptest! {
         let _ = check(&spec, &frame);
     }
 }
+
+/// Every book notification of the recorded sessions in `testdata/deribit/market_data/`
+/// (cryptofeed's, Deribit's own key order), decoded by the fast decoder for the instrument of
+/// its channel (so the fixed layout is tried first) and for another one, under several units:
+/// the same result as the general decoder each time, errors included.
+#[test]
+fn recorded_sessions_agree_with_the_general_decoder() {
+    let mut n = 0;
+    for file in ["DERIBIT-5dd9ce.0__2021-04-05.frames.jsonl", "DERIBIT.ws.30.0__2021-04-17.frames.jsonl"] {
+        for frame in ticktrade_testkit::recorded_frames(file) {
+            let Some(at) = frame.find(r#""channel":"book."#) else { continue };
+            let rest = &frame[at + r#""channel":"book."#.len()..];
+            let Some(end) = rest.find('"') else { continue };
+            let channel = &rest[..end];
+            let name = channel.rsplit_once('.').map_or(channel, |(name, _)| name);
+            for (tick, unit) in [("0.5", "10"), ("0.0005", "0.1"), ("0.01", "1"), ("0.0001", "0.0001")] {
+                let own =
+                    InstrumentSpec::simple(name, Decimal::parse(tick).unwrap(), Decimal::parse(unit).unwrap()).unwrap();
+                let _ = check(&own, frame.as_bytes());
+                let _ = check(&spec(tick, unit), frame.as_bytes());
+            }
+            n += 1;
+        }
+    }
+    assert!(n >= 200, "{n} recorded book frames");
+}

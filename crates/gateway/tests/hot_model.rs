@@ -64,7 +64,7 @@ fn orders_match_a_btreemap_model_tick_by_tick() {
             Some(price_ticks) => {
                 assert_eq!(outcome, Outcome::Order, "frame {i}");
                 n_orders += 1;
-                let order = parse_order(writer.frame());
+                let order = parse_order(pipeline.order_frame(&writer));
                 assert_eq!(order["method"], "private/buy");
                 assert_eq!(order["id"], n_orders);
                 let params = &order["params"];

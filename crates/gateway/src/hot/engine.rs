@@ -184,8 +184,9 @@ impl<S: Strategy> HotLoop<S> {
                     while self.clock.raw().0.saturating_sub(t0.0) < last_compute {
                         std::hint::spin_loop();
                     }
+                    let frame = self.pipeline.order_frame(&self.writer);
                     let start = self.clock.raw();
-                    self.stream.write_all(self.writer.frame()).map_err(WsError::from)?;
+                    self.stream.write_all(frame).map_err(WsError::from)?;
                     let end = self.clock.raw();
                     report.floor_writes += 1;
                     if let Some(tx) = self.floor_tx.as_mut() {
@@ -199,7 +200,7 @@ impl<S: Strategy> HotLoop<S> {
             let mut raw = RawStamps::received(t0, anchor.utc_at(&self.clock, t0));
             let outcome = self.pipeline.on_frame(message.payload, &self.clock, &mut raw, &mut self.writer);
             if outcome == Outcome::Order {
-                self.stream.write_all(self.writer.frame()).map_err(WsError::from)?;
+                self.stream.write_all(self.pipeline.order_frame(&self.writer)).map_err(WsError::from)?;
                 raw.t[5] = self.clock.raw().0;
                 last_compute = raw.t[4].saturating_sub(raw.t[0]);
             }

@@ -13,6 +13,7 @@ use ticktrade_deribit_proto::order::{LimitOrder, OrderEncoder, OrderLabel};
 use ticktrade_deribit_proto::{BookKind, DecodeError};
 use ticktrade_latency::{RawTicks, TscClock};
 
+use super::order_frame::OrderFrame;
 use super::strategy::{BookEvent, OrderSink, Strategy};
 use super::ws::{Opcode, WsWriter};
 
@@ -50,7 +51,7 @@ impl RawStamps {
 /// What a frame led to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// An order frame is ready in the writer (`WsWriter::frame`); write it, then stamp t5.
+    /// An order frame is ready: [`Pipeline::order_frame`]; write it, then stamp t5.
     Order,
     /// The book was updated; the strategy sent nothing.
     NoOrder,
@@ -78,6 +79,10 @@ pub struct PipelineStats {
 pub struct Pipeline<S> {
     spec: InstrumentSpec,
     decoder: FastBookDecoder,
+    /// The order is built here (one compact block, `OrderFrame`); `encoder` and the caller's
+    /// `WsWriter` only for an order its fixed encoder declines (`frame_in_writer`).
+    frame: Box<OrderFrame>,
+    frame_in_writer: bool,
     encoder: OrderEncoder,
     book: L2Book,
     updates: Vec<LevelUpdate>,
@@ -85,10 +90,10 @@ pub struct Pipeline<S> {
     sink: OrderSink,
     next_id: u64,
     stats: PipelineStats,
-    /// The last order encoded, re-encoded into `scratch_out` by [`Pipeline::prewarm`].
+    /// The last order encoded, re-built in `scratch_frame` by [`Pipeline::prewarm`].
     last_order: Option<LimitOrder>,
     scratch_updates: Vec<LevelUpdate>,
-    scratch_out: Vec<u8>,
+    scratch_frame: Box<OrderFrame>,
     /// Touch the data the frame will need as soon as it arrives (`set_touch_ahead`).
     touch_ahead: bool,
 }
@@ -104,6 +109,8 @@ impl<S: Strategy> Pipeline<S> {
         Pipeline {
             spec: spec.clone(),
             decoder: FastBookDecoder::new(spec),
+            frame: OrderFrame::new(spec, 0x9E37_79B9),
+            frame_in_writer: false,
             encoder: OrderEncoder::new(spec),
             book: L2Book::new(),
             updates: Vec::with_capacity(max_updates),
@@ -113,7 +120,7 @@ impl<S: Strategy> Pipeline<S> {
             stats: PipelineStats::default(),
             last_order: None,
             scratch_updates: Vec::with_capacity(max_updates),
-            scratch_out: Vec::with_capacity(512),
+            scratch_frame: OrderFrame::new(spec, 1),
             touch_ahead: false,
         }
     }
@@ -144,8 +151,15 @@ impl<S: Strategy> Pipeline<S> {
         self.next_id
     }
 
+    /// The last order frame `on_frame` built: in the pipeline's own block, or in `out` (the
+    /// writer passed to `on_frame`) for an order the fixed encoder declined.
+    #[inline(always)]
+    pub fn order_frame<'a>(&'a self, out: &'a WsWriter) -> &'a [u8] {
+        if self.frame_in_writer { out.frame() } else { self.frame.frame() }
+    }
+
     /// Processes one complete text frame read at `stamps.t[0]`. On `Outcome::Order` the order
-    /// frame is in `out` and t1…t4 are stamped.
+    /// frame is [`Self::order_frame`] and t1…t4 are stamped.
     #[inline]
     pub fn on_frame<C: StageClock>(
         &mut self,
@@ -158,7 +172,7 @@ impl<S: Strategy> Pipeline<S> {
         if self.touch_ahead {
             let updates = self.updates.iter().step_by(2).fold(0i64, |x, u| x ^ u.price.raw());
             std::hint::black_box((
-                self.decoder.touch() ^ self.encoder.touch() ^ out.touch(),
+                self.decoder.touch() ^ self.frame.touch(),
                 updates,
                 self.book.best_bid(),
                 self.book.best_ask(),
@@ -210,8 +224,10 @@ impl<S: Strategy> Pipeline<S> {
         };
         let id = self.next_id;
         self.next_id += 1;
-        self.encoder.encode(out.begin(), id, &order);
-        out.finish(Opcode::Text);
+        self.frame_in_writer = !self.frame.build(id, &order);
+        if self.frame_in_writer {
+            self.encode_declined(id, &order, out);
+        }
         stamps.t[4] = clock.stamp().0;
         self.stats.orders += 1;
         self.last_order = Some(order);
@@ -230,10 +246,16 @@ impl<S: Strategy> Pipeline<S> {
         }
         std::hint::black_box((self.book.best_bid(), self.book.best_ask()));
         if let Some(order) = self.last_order.as_ref() {
-            self.scratch_out.clear();
-            self.encoder.encode(&mut self.scratch_out, self.next_id, order);
-            std::hint::black_box(self.scratch_out.as_ptr());
+            std::hint::black_box(self.scratch_frame.build(self.next_id, order));
         }
+    }
+
+    /// The `Vec` encoder and framer, for an order the fixed encoder declined.
+    #[cold]
+    #[inline(never)]
+    fn encode_declined(&self, id: u64, order: &LimitOrder, out: &mut WsWriter) {
+        self.encoder.encode(out.begin(), id, order);
+        out.finish(Opcode::Text);
     }
 
     #[cold]
