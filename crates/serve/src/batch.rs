@@ -147,17 +147,7 @@ impl Hub {
                 }
             }
             for (ch, frame, needs_sync) in frames {
-                for id in self.subscribers.get(&ch).cloned().unwrap_or_default() {
-                    let synced = self.clients.get(&id).and_then(|c| c.subs.get(&ch)).copied().unwrap_or(false);
-                    if needs_sync && !synced {
-                        continue;
-                    }
-                    if self.deliver_frame(id, &frame, Some(upstream_at))
-                        && let Some(flag) = self.clients.get_mut(&id).and_then(|c| c.subs.get_mut(&ch))
-                    {
-                        *flag = true;
-                    }
-                }
+                self.fan_out(&ch, &frame, upstream_at, needs_sync);
             }
         }
     }

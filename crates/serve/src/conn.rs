@@ -126,12 +126,10 @@ impl Outbound {
         DelaySummary::of(st.delays.as_ref())
     }
 
-    fn record(&self, st: &mut OutState, upstream_at: Option<Instant>) {
-        let Some(at) = upstream_at else { return };
-        let ns = u64::try_from(at.elapsed().as_nanos()).unwrap_or(u64::MAX).max(1);
-        if let Some(h) = st.delays.as_mut() {
-            h.saturating_record(ns);
-        }
+    /// Records the delay of a frame from upstream (received at `upstream_at`) whose last byte
+    /// the socket took at `done`, in this client's histogram and the server's.
+    fn record(&self, st: &mut OutState, upstream_at: Option<Instant>, done: Instant) {
+        let Some(ns) = self.delay(st, upstream_at, done) else { return };
         if let Ok(mut guard) = self.shared.fanout_ns.lock()
             && let Some(h) = guard.as_mut()
         {
@@ -139,43 +137,78 @@ impl Outbound {
         }
     }
 
+    /// Records a delay in this client's histogram only; returns it (ns) for the server's.
+    fn delay(&self, st: &mut OutState, upstream_at: Option<Instant>, done: Instant) -> Option<u64> {
+        let at = upstream_at?;
+        let ns = u64::try_from(done.saturating_duration_since(at).as_nanos()).unwrap_or(u64::MAX).max(1);
+        if let Some(h) = st.delays.as_mut() {
+            h.saturating_record(ns);
+        }
+        Some(ns)
+    }
+
+    /// After [`Outbound::send_stamped`] wrote a frame from upstream (received at
+    /// `upstream_at`) at `done`: records its delay in this client's histogram and returns it
+    /// (ns) for the server's, which the caller records once for the whole fan-out.
+    pub(crate) fn record_written(&self, upstream_at: Instant, done: Instant) -> Option<u64> {
+        let mut st = self.state.lock().ok()?;
+        self.delay(&mut st, Some(upstream_at), done)
+    }
+
     /// Writes `frame` now if nothing is queued and the socket takes it; otherwise queues it
     /// (at most `capacity` frames) for the client's task.
     pub(crate) fn send(&self, frame: &Bytes, upstream_at: Option<Instant>, capacity: usize) -> Sent {
-        let Ok(mut st) = self.state.lock() else { return Sent::Closed };
+        let (sent, done) = self.send_stamped(frame, upstream_at, capacity);
+        if let Some(done) = done
+            && upstream_at.is_some()
+            && let Ok(mut st) = self.state.lock()
+        {
+            self.record(&mut st, upstream_at, done);
+        }
+        sent
+    }
+
+    /// [`Outbound::send`] without the bookkeeping of a frame written at once: returns when
+    /// the socket took its last byte (the caller records the delay with
+    /// [`Outbound::record_written`] once its writes are done). A frame queued instead has its
+    /// delay recorded when the client's task writes it, as with `send`.
+    pub(crate) fn send_stamped(
+        &self,
+        frame: &Bytes,
+        upstream_at: Option<Instant>,
+        capacity: usize,
+    ) -> (Sent, Option<Instant>) {
+        let Ok(mut st) = self.state.lock() else { return (Sent::Closed, None) };
         if st.closing {
-            return Sent::Closed;
+            return (Sent::Closed, None);
         }
         if st.queue.is_empty()
             && let Some(stream) = &self.stream
         {
             match stream.try_write(frame) {
-                Ok(n) if n == frame.len() => {
-                    self.record(&mut st, upstream_at);
-                    return Sent::Ok;
-                }
+                Ok(n) if n == frame.len() => return (Sent::Ok, Some(Instant::now())),
                 Ok(n) => {
                     st.queue.push_back(Queued { bytes: frame.slice(n..), upstream_at });
                     drop(st);
                     self.notify.notify_one();
-                    return Sent::Ok;
+                    return (Sent::Ok, None);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(_) => {
                     st.closing = true;
                     drop(st);
                     self.notify.notify_one();
-                    return Sent::Closed;
+                    return (Sent::Closed, None);
                 }
             }
         }
         if st.queue.len() >= capacity.max(1) {
-            return Sent::Full;
+            return (Sent::Full, None);
         }
         st.queue.push_back(Queued { bytes: frame.clone(), upstream_at });
         drop(st);
         self.notify.notify_one();
-        Sent::Ok
+        (Sent::Ok, None)
     }
 
     /// Closes the connection with `code` and `reason` once what is queued is written.
@@ -207,7 +240,7 @@ impl Outbound {
                         Ok(n) if n == front.bytes.len() => {
                             let at = front.upstream_at;
                             st.queue.pop_front();
-                            self.record(&mut st, at);
+                            self.record(&mut st, at, Instant::now());
                         }
                         Ok(n) => {
                             let rest = front.bytes.slice(n..);

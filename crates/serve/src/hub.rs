@@ -28,6 +28,7 @@ use crate::conn::{DelaySummary, Outbound, Sent};
 use crate::diff::book_diff;
 use crate::frames::encode_window;
 pub(crate) use crate::frames::grouping;
+use crate::trace::LoopStamps;
 use crate::wire::text_frame;
 use crate::{ServeConfig, SlowPolicy};
 
@@ -170,6 +171,27 @@ pub(crate) struct Hub {
     pub shared: Option<Arc<crate::Shared>>,
     updates: Vec<LevelUpdate>,
     scratch: L2Book,
+    /// While tracing: (upstream frame received, hub started on it) of the frame in hand.
+    trace_at: Option<(Instant, Instant)>,
+    /// The fan-out loop's buffers, kept between frames.
+    fan: FanBuf,
+}
+
+/// One fan-out's clients and what each write did, reused from frame to frame.
+#[derive(Default)]
+struct FanBuf {
+    ids: Vec<ClientId>,
+    outs: Vec<Arc<Outbound>>,
+    /// What the write did, and when the socket took the frame if it was written at once.
+    results: Vec<(Sent, Option<Instant>)>,
+}
+
+impl FanBuf {
+    fn clear(&mut self) {
+        self.ids.clear();
+        self.outs.clear();
+        self.results.clear();
+    }
 }
 
 #[derive(Deserialize)]
@@ -226,6 +248,8 @@ impl Hub {
             shared: None,
             updates: Vec::new(),
             scratch: L2Book::new(),
+            trace_at: None,
+            fan: FanBuf::default(),
         }
     }
 
@@ -272,7 +296,10 @@ impl Hub {
                     state.upstream_stale = true;
                 }
             }
-            HubMsg::Upstream(UpEvent::Frame(text, at)) => self.on_upstream(&text, at),
+            HubMsg::Upstream(UpEvent::Frame(text, at)) => {
+                self.on_upstream(&text, at);
+                self.trace_at = None;
+            }
             HubMsg::Totals(reply) => {
                 let mut totals = self.totals.clone();
                 totals.clients = self
@@ -324,6 +351,7 @@ impl Hub {
 
     fn on_upstream(&mut self, text: &str, at: Instant) {
         self.totals.upstream_frames += 1;
+        self.trace_at = self.shared.as_ref().filter(|s| s.traces.is_on()).map(|_| (at, Instant::now()));
         let Ok(frame) = serde_json::from_str::<UpFrame<'_>>(text) else {
             tracing::warn!("upstream sent a frame that is not JSON-RPC ({} bytes)", text.len());
             return;
@@ -380,9 +408,7 @@ impl Hub {
                 encode_notification(&mut buf, &down, data, None);
                 text_frame(&buf)
             };
-            for id in self.subscribers.get(&down).cloned().unwrap_or_default() {
-                self.deliver_frame(id, &frame, Some(at));
-            }
+            self.fan_out(&down, &frame, at, false);
         }
     }
 
@@ -473,20 +499,64 @@ impl Hub {
             }
         }
         for (ch, buf, needs_sync) in frames {
-            let frame = text_frame(&buf);
-            for id in self.subscribers.get(&ch).cloned().unwrap_or_default() {
-                let synced = self.clients.get(&id).and_then(|c| c.subs.get(&ch)).copied().unwrap_or(false);
-                if needs_sync && !synced {
+            self.fan_out(&ch, &text_frame(&buf), at, needs_sync);
+        }
+        self.mark_dirty(instrument, at);
+    }
+
+    /// Sends `frame`, from an upstream frame received at `at`, to every subscriber of `ch`
+    /// (only those holding its book when `needs_sync`): all the writes back to back from
+    /// here, nothing between two of them but the next client's lock; the delays, counters and
+    /// the slow-client policy after the loop. A client it was written or queued to holds `ch`.
+    pub(crate) fn fan_out(&mut self, ch: &str, frame: &Bytes, at: Instant, needs_sync: bool) {
+        let mut fan = std::mem::take(&mut self.fan);
+        fan.clear();
+        if let Some(ids) = self.subscribers.get(ch) {
+            for &id in ids {
+                let Some(client) = self.clients.get(&id) else { continue };
+                if needs_sync && client.subs.get(ch) != Some(&true) {
                     continue;
                 }
-                if self.deliver_frame(id, &frame, Some(at))
-                    && let Some(flag) = self.clients.get_mut(&id).and_then(|c| c.subs.get_mut(&ch))
+                fan.ids.push(id);
+                fan.outs.push(Arc::clone(&client.out));
+            }
+        }
+        let capacity = self.cfg.queue_capacity;
+        let start = Instant::now();
+        for out in &fan.outs {
+            fan.results.push(out.send_stamped(frame, Some(at), capacity));
+        }
+        let mut stamps = self.trace_at.map(|(received, started)| LoopStamps::new(received, started));
+        if let Some(s) = stamps.as_mut() {
+            s.loop_start(start);
+        }
+        {
+            let mut all = self.shared.as_ref().and_then(|s| s.fanout_ns.lock().ok());
+            for (out, &(_, done)) in fan.outs.iter().zip(&fan.results) {
+                let Some(done) = done else { continue };
+                if let Some(s) = stamps.as_mut() {
+                    s.written(done);
+                }
+                if let Some(ns) = out.record_written(at, done)
+                    && let Some(h) = all.as_mut().and_then(|g| g.as_mut())
                 {
-                    *flag = true;
+                    h.saturating_record(ns);
                 }
             }
         }
-        self.mark_dirty(instrument, at);
+        if let (Some(s), Some(shared)) = (stamps, self.shared.as_ref()) {
+            s.finish(&shared.traces);
+        }
+        let len = frame.len() as u64;
+        for (&id, &(sent, _)) in fan.ids.iter().zip(&fan.results) {
+            if self.account(id, sent, len)
+                && let Some(flag) = self.clients.get_mut(&id).and_then(|c| c.subs.get_mut(ch))
+            {
+                *flag = true;
+            }
+        }
+        fan.clear();
+        self.fan = fan;
     }
 
     /// Counts one resync for every client holding one of `instrument`'s book channels.
@@ -569,9 +639,16 @@ impl Hub {
     /// it behind what its socket has not taken yet; applies the slow-client policy when its
     /// queue is full. Returns whether the frame was written or queued.
     pub(crate) fn deliver_frame(&mut self, id: ClientId, frame: &Bytes, upstream_at: Option<Instant>) -> bool {
+        let Some(client) = self.clients.get(&id) else { return false };
+        let sent = client.out.send(frame, upstream_at, self.cfg.queue_capacity);
+        self.account(id, sent, frame.len() as u64)
+    }
+
+    /// Counts a frame of `len` bytes offered to client `id` and applies the slow-client
+    /// policy if its queue was full. Returns whether the frame was written or queued.
+    fn account(&mut self, id: ClientId, sent: Sent, len: u64) -> bool {
         let Some(client) = self.clients.get_mut(&id) else { return false };
-        let len = frame.len() as u64;
-        match client.out.send(frame, upstream_at, self.cfg.queue_capacity) {
+        match sent {
             Sent::Ok => {
                 client.counters.messages += 1;
                 client.counters.bytes += len;

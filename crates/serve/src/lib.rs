@@ -17,6 +17,8 @@
 //! - `hub`: the task that owns books, clients and subscriptions; fan-out and backpressure.
 //! - `metrics`: Prometheus text of the counters and the fan-out delay histogram.
 //! - `requests`: the JSON-RPC methods the hub answers (subscribe, unsubscribe, proxying).
+//! - `trace`: per fanned-out frame stamps (hand-off, prepare, the write loop), off unless a
+//!   benchmark turns them on.
 //! - `upstream`: the upstream WebSocket connection with reconnect.
 //! - `client`: the HTTP routes (axum) for requests that are not WebSocket upgrades.
 //! - `conn`: the listener, the `/ws/api/v2` upgrade and each client's socket: the hub writes
@@ -33,6 +35,7 @@ mod frames;
 mod hub;
 pub mod metrics;
 mod requests;
+mod trace;
 mod upstream;
 mod web;
 mod wire;
@@ -47,6 +50,7 @@ use tokio::sync::{mpsc, watch};
 
 pub use conn::DelaySummary;
 pub use hub::{ClientCounters, Totals};
+pub use trace::FanoutTrace;
 
 /// Where the market data comes from.
 #[derive(Clone, Debug)]
@@ -124,6 +128,8 @@ pub(crate) struct Shared {
     pub next_client: AtomicU64,
     /// Fan-out delays (ns) of every frame written that came from an upstream frame.
     pub fanout_ns: std::sync::Mutex<Option<hdrhistogram::Histogram<u64>>>,
+    /// Per fanned-out frame traces, while a benchmark has them on.
+    pub traces: trace::TraceBuf,
 }
 
 /// A running server. Call [`ServeHandle::shutdown`] to stop it.
@@ -185,6 +191,17 @@ impl ServeHandle {
         {
             h.reset();
         }
+    }
+
+    /// Starts recording a [`FanoutTrace`] per frame the hub fans out (at most `capacity`),
+    /// forgetting earlier ones. Costs one clock read per write while on.
+    pub fn trace_start(&self, capacity: usize) {
+        self.shared.traces.start(capacity);
+    }
+
+    /// Stops recording traces and returns them, oldest first.
+    pub fn trace_stop(&self) -> Vec<FanoutTrace> {
+        self.shared.traces.stop()
     }
 
     pub async fn shutdown(self) {

@@ -35,6 +35,8 @@ use tokio_tungstenite::tungstenite::{self, Message};
 
 use super::tick_to_trade::emit;
 
+mod lean;
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Client counts to run, comma-separated.
@@ -64,6 +66,16 @@ pub struct Args {
     /// two upstream frames, ~100 ms apart, so floor and fan-out never overlap).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=90))]
     pub floor_offset_ms: u64,
+    /// The load clients (fan-out's and floor's alike): `lean` = a bare socket that reads and
+    /// discards (WebSocket frames parsed only until the first book frame, and by client 0,
+    /// which stamps the changes for the floor); `tungstenite` = tokio-tungstenite's client.
+    #[arg(long, value_enum, default_value_t = LoadClient::Tungstenite)]
+    pub load_client: LoadClient,
+    /// Also print what the delay is made of, per fanned-out frame: hand-off to the hub, work
+    /// before the first write, the first write, the whole write loop and its longest gap (the
+    /// server stamps them; one extra clock read per write).
+    #[arg(long)]
+    pub trace: bool,
     /// Print one JSON object per series per line on stdout (the table goes to stderr).
     #[arg(long)]
     pub json: bool,
@@ -72,10 +84,20 @@ pub struct Args {
     pub plot: Option<std::path::PathBuf>,
 }
 
+/// Which load client drains the sockets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LoadClient {
+    Lean,
+    Tungstenite,
+}
+
 /// What one fan-out run measured.
 struct FanoutRun {
     delays: Histogram,
     floor: Histogram,
+    /// Per floor round: (first write, all writes, longest gap between two writes returning), ns.
+    floor_rounds: Vec<[u64; 3]>,
+    traces: Vec<ticktrade_serve::FanoutTrace>,
     upstream_frames: u64,
     rss_kib: u64,
 }
@@ -141,6 +163,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 p.p99 as f64 / f.p99.max(1) as f64,
                 fan.rss_kib / 1024
             );
+            if args.trace {
+                composition(&mut notes, &name, &floor_name, &fan);
+            }
         }
         if n == max_clients {
             peak = proc_status_kib("VmHWM:");
@@ -155,6 +180,47 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     emit(&notes, &series, args.json, args.plot.as_deref(), "ticktrade bench feed (loopback)")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Per frame, what the fan-out's delay is made of (server traces) and the floor's rounds,
+/// as p50 / p90 / p99 / max over frames in µs.
+fn composition(notes: &mut String, name: &str, floor_name: &str, fan: &FanoutRun) {
+    let col = |f: &dyn Fn(&ticktrade_serve::FanoutTrace) -> u64| spread(fan.traces.iter().map(f).collect());
+    let slow = |gaps: &mut dyn Iterator<Item = u64>| gaps.filter(|&g| g > 50_000).count();
+    let _ = writeln!(
+        notes,
+        "  {name} per frame ({} traced; p50 / p90 / p99 / max µs): hand-off to hub {}; hub before 1st write {}; \
+         1st write {}; write loop {}; per write {}; longest gap {} ({} frames with a gap > 50 µs)",
+        fan.traces.len(),
+        col(&|t| t.handoff_ns),
+        col(&|t| t.prepare_ns),
+        col(&|t| t.first_write_ns),
+        col(&|t| t.writes_ns),
+        col(&|t| t.writes_ns / u64::from(t.writes.max(1))),
+        col(&|t| t.max_gap_ns),
+        slow(&mut fan.traces.iter().map(|t| t.max_gap_ns)),
+    );
+    let col = |i: usize| spread(fan.floor_rounds.iter().map(|r| r[i]).collect());
+    let _ = writeln!(
+        notes,
+        "  {floor_name} per round ({} rounds; p50 / p90 / p99 / max µs): 1st write {}; write loop {}; longest gap {} \
+         ({} rounds with a gap > 50 µs)",
+        fan.floor_rounds.len(),
+        col(0),
+        col(1),
+        col(2),
+        slow(&mut fan.floor_rounds.iter().map(|r| r[2])),
+    );
+}
+
+/// `p50 / p90 / p99 / max` of `v` (ns) in µs.
+fn spread(mut v: Vec<u64>) -> String {
+    if v.is_empty() {
+        return "-".to_owned();
+    }
+    v.sort_unstable();
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize] as f64 / 1e3;
+    format!("{:.0} / {:.0} / {:.0} / {:.0}", at(0.5), at(0.9), at(0.99), at(1.0))
 }
 
 fn fanout_run(args: &Args, drains: &Runtime, n: usize, raw: bool) -> anyhow::Result<FanoutRun> {
@@ -184,13 +250,16 @@ fn fanout_run(args: &Args, drains: &Runtime, n: usize, raw: bool) -> anyhow::Res
         let channel = channel.clone();
         let ready = Arc::clone(&ready);
         let probe = (i == 0).then(|| (Arc::clone(&probe), base));
-        clients.push(drains.spawn(drain_client(url, channel, ready, probe)));
+        clients.push(match args.load_client {
+            LoadClient::Tungstenite => drains.spawn(drain_client(url, channel, ready, probe)),
+            LoadClient::Lean => drains.spawn(lean::client(serve.addr(), channel, ready, probe)),
+        });
         if i % 64 == 63 {
             // Let the accept queue keep up.
             std::thread::sleep(Duration::from_millis(5));
         }
     }
-    let (floor_clients, sockets) = floor_sockets(drains, n)?;
+    let (floor_clients, sockets) = floor_sockets(drains, n, args.load_client)?;
     let deadline = Instant::now() + Duration::from_secs(60);
     while ready.load(Ordering::Relaxed) < n {
         if Instant::now() > deadline {
@@ -212,14 +281,19 @@ fn fanout_run(args: &Args, drains: &Runtime, n: usize, raw: bool) -> anyhow::Res
     std::thread::sleep(Duration::from_secs(1));
     let before = server_rt.block_on(serve.totals()).ok_or_else(|| anyhow!("server stopped"))?;
     serve.reset_fanout();
+    if args.trace {
+        // ~10 upstream frames per second, one trace per frame fanned out.
+        serve.trace_start(usize::try_from(seconds_for(args, n) * 40).unwrap_or(4_096));
+    }
     recording.store(true, Ordering::Relaxed);
     std::thread::sleep(Duration::from_secs(seconds_for(args, n)));
     recording.store(false, Ordering::Relaxed);
+    let traces = if args.trace { serve.trace_stop() } else { Vec::new() };
     let recorded = serve.fanout_recorded();
     let after = server_rt.block_on(serve.totals()).ok_or_else(|| anyhow!("server stopped"))?;
     let rss_kib = proc_status_kib("VmRSS:").unwrap_or(0);
     stop.store(true, Ordering::Relaxed);
-    let floor = floor.join().map_err(|_| anyhow!("the floor thread panicked"))??;
+    let (floor, floor_rounds) = floor.join().map_err(|_| anyhow!("the floor thread panicked"))??;
     let mut delays = Histogram::new();
     for (ns, count) in recorded {
         delays.record_n(ns, count);
@@ -235,7 +309,14 @@ fn fanout_run(args: &Args, drains: &Runtime, n: usize, raw: bool) -> anyhow::Res
     if floor.percentiles().count == 0 {
         bail!("no floor round was written ({n} clients): client 0 got no book change");
     }
-    Ok(FanoutRun { delays, floor, upstream_frames: after.upstream_frames - before.upstream_frames, rss_kib })
+    Ok(FanoutRun {
+        delays,
+        floor,
+        floor_rounds,
+        traces,
+        upstream_frames: after.upstream_frames - before.upstream_frames,
+        rss_kib,
+    })
 }
 
 /// What client 0 saw: when each book change arrived (ns since the run's base instant, to the
@@ -243,6 +324,17 @@ fn fanout_run(args: &Args, drains: &Runtime, n: usize, raw: bool) -> anyhow::Res
 struct Probe {
     received: std::sync::mpsc::SyncSender<u64>,
     frame: Mutex<Option<String>>,
+}
+
+impl Probe {
+    /// Client 0 received a book change `text`.
+    fn change(&self, text: &str, base: Instant) {
+        if let Ok(mut slot) = self.frame.lock() {
+            *slot = Some(text.to_owned());
+        }
+        let ns = u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let _ = self.received.try_send(ns);
+    }
 }
 
 /// One client: subscribe, then read and discard; client 0 (with the probe) stamps each book
@@ -271,29 +363,35 @@ async fn drain_client(url: String, channel: String, ready: Arc<AtomicUsize>, pro
         if let Some((probe, base)) = &probe
             && text.contains(r#""type":"change""#)
         {
-            if let Ok(mut slot) = probe.frame.lock() {
-                *slot = Some(text.to_string());
-            }
-            let ns = u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            let _ = probe.received.try_send(ns);
+            probe.change(&text, *base);
         }
     }
 }
 
-/// `n` loopback sockets (server side, blocking, `TCP_NODELAY`) whose peers are
-/// tokio-tungstenite clients draining on `drains`, as the fan-out's clients are.
-fn floor_sockets(drains: &Runtime, n: usize) -> anyhow::Result<(Vec<JoinHandle<()>>, Vec<TcpStream>)> {
+/// `n` loopback sockets (server side, blocking, `TCP_NODELAY`) whose peers are load clients
+/// of `kind` draining on `drains`, as the fan-out's clients are.
+fn floor_sockets(
+    drains: &Runtime,
+    n: usize,
+    kind: LoadClient,
+) -> anyhow::Result<(Vec<JoinHandle<()>>, Vec<TcpStream>)> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding the floor listener")?;
     let addr = listener.local_addr().context("floor listener address")?;
     let mut clients = Vec::with_capacity(n);
     let mut sockets: Vec<TcpStream> = Vec::with_capacity(n);
     for _ in 0..n {
-        let url = format!("ws://{addr}/");
-        clients.push(drains.spawn(async move {
-            let connect = tokio_tungstenite::connect_async_with_config(url.as_str(), Some(client_config()), true);
-            let Ok((mut ws, _)) = connect.await else { return };
-            while let Some(Ok(_)) = ws.next().await {}
-        }));
+        clients.push(match kind {
+            LoadClient::Tungstenite => {
+                let url = format!("ws://{addr}/");
+                drains.spawn(async move {
+                    let connect =
+                        tokio_tungstenite::connect_async_with_config(url.as_str(), Some(client_config()), true);
+                    let Ok((mut ws, _)) = connect.await else { return };
+                    while let Some(Ok(_)) = ws.next().await {}
+                })
+            }
+            LoadClient::Lean => drains.spawn(lean::drain(addr)),
+        });
         let (stream, _) = listener.accept().context("floor accept")?;
         stream.set_nodelay(true).context("TCP_NODELAY")?;
         let ws = tungstenite::accept(stream).map_err(|e| anyhow!("floor handshake: {e}"))?;
@@ -313,8 +411,9 @@ fn floor_writer(
     offset: Duration,
     recording: &AtomicBool,
     stop: &AtomicBool,
-) -> anyhow::Result<Histogram> {
+) -> anyhow::Result<(Histogram, Vec<[u64; 3]>)> {
     let mut h = Histogram::new();
+    let mut rounds = Vec::with_capacity(4_096);
     while !stop.load(Ordering::Relaxed) {
         let Ok(mut rx_ns) = received.recv_timeout(Duration::from_millis(200)) else { continue };
         // Only the newest change (a backlog would mean the floor fell behind).
@@ -330,14 +429,25 @@ fn floor_writer(
         let wire = server_text_frame(text.as_bytes());
         let record = recording.load(Ordering::Relaxed);
         let t0 = Instant::now();
-        for s in &mut sockets {
+        let (mut first, mut last, mut gap) = (0, 0, 0);
+        for (i, s) in sockets.iter_mut().enumerate() {
             s.write_all(&wire).context("floor write")?;
             if record {
-                h.record(u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX));
+                let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                h.record(ns);
+                if i == 0 {
+                    first = ns;
+                } else {
+                    gap = gap.max(ns.saturating_sub(last));
+                }
+                last = ns;
             }
         }
+        if record && rounds.len() < rounds.capacity() {
+            rounds.push([first, last, gap]);
+        }
     }
-    Ok(h)
+    Ok((h, rounds))
 }
 
 /// The load clients' WebSocket settings (fan-out's and floor's alike): a 4 KiB read buffer.
