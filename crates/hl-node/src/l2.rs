@@ -78,6 +78,82 @@ pub fn aggregate_with(
     }
 }
 
+/// Copies one side's levels (best first) into `out` as unit levels, once per block, so the
+/// views of a coin aggregate from one contiguous list instead of walking the book each.
+pub fn gather(levels: impl Iterator<Item = L4Level>, out: &mut Vec<UnitLevel>) {
+    out.clear();
+    out.extend(levels.map(|l| UnitLevel { px: l.price.raw(), sz: l.qty.raw(), n: l.n_orders }));
+}
+
+/// The inclusive range of prices that fall in the same bucket as `px` (> 0), and that bucket.
+/// The range is cut to the prices with as many digits as `px`, which share its width, so every
+/// price in it has the bucket `bucket(px, ..)` gives: one division per bucket, not per level.
+#[inline]
+fn bucket_range(px: i64, n_sig_figs: u32, mantissa: u32, is_bid: bool) -> (i64, i64, i64) {
+    let d = digits(px);
+    let exp = d - n_sig_figs as i32;
+    let width = if exp < 0 { 1 } else { i64::from(mantissa).saturating_mul(POW10[exp as usize]) };
+    if width <= 1 {
+        return (px, px, px);
+    }
+    let down = px - px % width;
+    let (b, lo, hi) = if is_bid {
+        (down, down, down.saturating_add(width - 1))
+    } else if down == px {
+        (px, px.saturating_sub(width - 1), px)
+    } else {
+        let up = down.saturating_add(width);
+        (up, up.saturating_sub(width - 1), up)
+    };
+    let same_digits_lo = POW10[(d - 1) as usize];
+    let same_digits_hi = if (d as usize) < POW10.len() { POW10[d as usize] - 1 } else { i64::MAX };
+    (b, lo.max(same_digits_lo), hi.min(same_digits_hi))
+}
+
+/// Aggregates gathered levels (best first, see [`gather`]) at `variant`: the same result as
+/// [`aggregate`] over the book side they were gathered from.
+pub fn aggregate_units(
+    levels: &[UnitLevel],
+    is_bid: bool,
+    variant: L2Variant,
+    n_levels: usize,
+    out: &mut Vec<UnitLevel>,
+) {
+    out.clear();
+    let Some(sig) = variant.n_sig_figs() else {
+        // Full precision: every level is its own bucket.
+        out.extend_from_slice(&levels[..levels.len().min(n_levels)]);
+        return;
+    };
+    let mantissa = variant.mantissa();
+    // Prices in `lo..=hi` belong to the last bucket pushed (empty range before the first).
+    let (mut lo, mut hi) = (1, 0);
+    for level in levels {
+        if level.px >= lo && level.px <= hi {
+            if let Some(last) = out.last_mut() {
+                last.sz += level.sz;
+                last.n += level.n;
+            }
+            continue;
+        }
+        let (px, a, b) = bucket_range(level.px, sig, mantissa, is_bid);
+        (lo, hi) = (a, b);
+        match out.last_mut() {
+            // An ask just below a power of ten rounds up to the next bucket's price.
+            Some(last) if last.px == px => {
+                last.sz += level.sz;
+                last.n += level.n;
+            }
+            _ => {
+                if out.len() >= n_levels {
+                    return;
+                }
+                out.push(UnitLevel { px, sz: level.sz, n: level.n });
+            }
+        }
+    }
+}
+
 /// Aggregates one side at one of the seven variants.
 pub fn aggregate(
     levels: impl Iterator<Item = L4Level>,

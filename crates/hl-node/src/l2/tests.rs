@@ -144,3 +144,40 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #[test]
+    fn gathered_aggregation_equals_book_walk(
+        raw in prop::collection::vec((1i64..3_000_000, 1i64..1000, any::<bool>()), 0..150),
+        around in prop::sample::select(vec![1i64, 9, 99, 999, 9_999, 99_999, 999_999, 1_000_000]),
+        n in 0usize..30,
+    ) {
+        // Prices around a power of ten as well as spread out, where bucket widths change.
+        let mut book: L4Book<()> = L4Book::new();
+        for (i, &(px, sz, bid)) in raw.iter().enumerate() {
+            let px = if i % 2 == 0 { px } else { (around + px % 40 - 20).max(1) };
+            let side = if bid { Side::Buy } else { Side::Sell };
+            book.add(i as u64, side, Price::from_raw(px), Qty::from_raw(sz), ()).unwrap();
+        }
+        let mut gathered = Vec::new();
+        for side in [Side::Buy, Side::Sell] {
+            let is_bid = side == Side::Buy;
+            gather(book.levels(side), &mut gathered);
+            for variant in L2Variant::ALL {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                aggregate(book.levels(side), is_bid, variant, n, &mut a);
+                aggregate_units(&gathered, is_bid, variant, n, &mut b);
+                prop_assert_eq!(&a, &b, "{:?} {:?}", side, variant);
+            }
+        }
+    }
+}
+
+#[test]
+fn gathered_aggregation_merges_across_a_power_of_ten() {
+    // Asks 9_999 (rounds up to 10_000 at 2 significant figures) and 10_000 are one bucket.
+    let levels = [UnitLevel { px: 9_999, sz: 1, n: 1 }, UnitLevel { px: 10_000, sz: 2, n: 1 }];
+    let mut out = Vec::new();
+    aggregate_units(&levels, false, L2Variant::ALL[6], 5, &mut out);
+    assert_eq!(out, vec![UnitLevel { px: 10_000, sz: 3, n: 2 }]);
+}

@@ -10,13 +10,12 @@
 //! only for the `(variant, nLevels)` pairs someone subscribed to, once per pair, and the encoded
 //! frame is shared by all its subscribers.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
@@ -87,12 +86,24 @@ pub enum EngineMsg {
 pub struct EngineStats {
     /// Nanoseconds from "both lines of a block are in memory" to "all frames queued".
     pub block_ns: Vec<u64>,
-    /// Per block: nanoseconds spent decoding, applying, and computing + queueing frames.
-    pub phase_ns: Vec<[u64; 3]>,
+    /// Per block: nanoseconds spent in each of [`PHASES`].
+    pub phase_ns: Vec<[u64; 5]>,
     /// Height of the last applied block.
     pub height: u64,
     /// Malformed input and apply errors, `file:line: what`.
     pub reports: Vec<String>,
+}
+
+/// The stages of a block's processing time, in order (`EngineStats::phase_ns`): decode the
+/// two lines, apply them to the L4 books, aggregate the subscribed L2 views of changed coins
+/// (and compare each with its last frame), encode the views that changed, queue the frames.
+pub const PHASES: [&str; 5] = ["decode", "apply", "l2", "encode", "queue"];
+
+/// One `l2Book` view of a coin: its key, its last frame, and the levels of this block.
+struct ViewSlot {
+    key: L2Key,
+    view: L2View,
+    next: [Vec<UnitLevel>; 2],
 }
 
 /// The engine state.
@@ -112,8 +123,15 @@ pub struct Engine {
     out: BytesMut,
     scratch: Vec<u8>,
     dead: Vec<ClientId>,
-    /// The levels and frame last published per `(coin, subscription key)`.
-    views: FxHashMap<(CoinId, L2Key), L2View>,
+    /// The levels and frame last published per coin (indexed by `CoinId`) and subscription
+    /// key: a coin's handful of views in a plain list, no hashing per view.
+    views: Vec<Vec<ViewSlot>>,
+    /// Both sides of the coin being published, gathered once for all its views.
+    sides: [Vec<UnitLevel>; 2],
+    /// Per coin being published: positions (in key order) of the views that changed, and
+    /// their new frames.
+    changed: Vec<(usize, usize)>,
+    frames: Vec<Bytes>,
 }
 
 /// Decodes a line's events into `out`: first `fast` (hl-node's exact shape, see
@@ -179,7 +197,10 @@ impl Engine {
             out: BytesMut::with_capacity(1 << 16),
             scratch: Vec::with_capacity(32),
             dead: Vec::new(),
-            views: FxHashMap::default(),
+            views: Vec::new(),
+            sides: [Vec::with_capacity(256), Vec::with_capacity(256)],
+            changed: Vec::with_capacity(16),
+            frames: Vec::with_capacity(16),
         }
     }
 
@@ -237,22 +258,27 @@ impl Engine {
         self.reap();
     }
 
-    /// Reads every new line and processes what became complete.
+    /// Reads every new line and processes what became complete: first what was appended to
+    /// the open hourly files (the block is published before anything else), then, with the
+    /// directory listings that find the next hour's files, whatever the rollover brings.
     pub fn poll_files(&mut self) {
-        let mut lines = std::mem::take(&mut self.lines);
-        let mut errors = Vec::new();
-        for follower in &mut self.followers {
-            if let Err(err) = follower.poll(&mut lines) {
-                errors.push(format!("{:?} stream: read error: {err}", follower.stream()));
+        for rollover in [false, true] {
+            let mut lines = std::mem::take(&mut self.lines);
+            let mut errors = Vec::new();
+            for follower in &mut self.followers {
+                let read = if rollover { follower.poll(&mut lines) } else { follower.poll_current(&mut lines) };
+                if let Err(err) = read {
+                    errors.push(format!("{:?} stream: read error: {err}", follower.stream()));
+                }
             }
+            for err in errors {
+                self.report(err);
+            }
+            for line in lines.drain(..) {
+                self.ingest(line);
+            }
+            self.lines = lines;
         }
-        for err in errors {
-            self.report(err);
-        }
-        for line in lines.drain(..) {
-            self.ingest(line);
-        }
-        self.lines = lines;
         self.reap();
     }
 
@@ -389,17 +415,21 @@ impl Engine {
             self.announce_stale(coin);
         }
         self.publish_l4(height, time, &statuses, &diffs);
+        let mut l2_ns = [0u64; 3];
         for &coin in &outcome.changed {
-            self.publish_l2(coin);
+            self.publish_l2(coin, &mut l2_ns);
         }
         if let Ok(mut stats) = self.stats.lock() {
             stats.height = height;
             if self.record_timings {
                 let done = Instant::now();
                 stats.block_ns.push(done.duration_since(started).as_nanos() as u64);
-                let phases =
-                    [decoded.duration_since(started), applied.duration_since(decoded), done.duration_since(applied)];
-                stats.phase_ns.push(phases.map(|d| d.as_nanos() as u64));
+                let [decode, apply] =
+                    [decoded.duration_since(started), applied.duration_since(decoded)].map(|d| d.as_nanos() as u64);
+                // L4 frames and the per-coin overhead outside the three L2 stages count as queueing.
+                let rest = done.duration_since(applied).as_nanos() as u64;
+                let queue = rest.saturating_sub(l2_ns[0] + l2_ns[1]);
+                stats.phase_ns.push([decode, apply, l2_ns[0], l2_ns[1], queue]);
             }
         }
     }
@@ -459,31 +489,93 @@ impl Engine {
         true
     }
 
+    /// Where the view `key` of `coin` is in `views[coin]`, created on first use.
+    fn view_at(views: &mut Vec<Vec<ViewSlot>>, coin: CoinId, key: L2Key, name: &str) -> usize {
+        let ci = coin.0 as usize;
+        if views.len() <= ci {
+            views.resize_with(ci + 1, Vec::new);
+        }
+        let list = &mut views[ci];
+        match list.iter().position(|s| s.key == key) {
+            Some(at) => at,
+            None => {
+                list.push(ViewSlot { key, view: L2View::new(name), next: [Vec::new(), Vec::new()] });
+                list.len() - 1
+            }
+        }
+    }
+
     /// Encodes the aggregated levels (`self.bids`/`self.asks`) of `coin` as the new frame of
     /// its view `key`.
     pub(super) fn encode_view(&mut self, coin: CoinId, key: L2Key) -> Bytes {
         let spec = self.books.coins.spec(coin);
         let time_ms = self.books.time().as_millis().max(0) as u64;
-        let view = self.views.entry((coin, key)).or_insert_with(|| L2View::new(&spec.name));
-        view.encode(&mut self.out, &mut self.scratch, time_ms, spec.units, &self.bids, &self.asks)
+        let at = Self::view_at(&mut self.views, coin, key, &spec.name);
+        self.views[coin.0 as usize][at].view.encode(
+            &mut self.out,
+            &mut self.scratch,
+            time_ms,
+            spec.units,
+            &self.bids,
+            &self.asks,
+        )
     }
 
-    fn publish_l2(&mut self, coin: CoinId) {
+    /// Publishes every subscribed view of `coin` that changed; adds the time spent aggregating
+    /// and encoding to `ns[0]` and `ns[1]` (only when timings are recorded).
+    fn publish_l2(&mut self, coin: CoinId, ns: &mut [u64; 3]) {
         let Some(keys) = self.subs.l2.remove(&coin) else { return };
-        for (key, ids) in &keys {
-            if !self.aggregate_l2(coin, L2Variant::ALL[usize::from(key.variant_idx)], usize::from(key.n_levels)) {
-                continue;
+        self.publish_l2_views(coin, &keys, ns);
+        self.subs.l2.insert(coin, keys);
+    }
+
+    fn publish_l2_views(&mut self, coin: CoinId, keys: &BTreeMap<L2Key, Vec<ClientId>>, ns: &mut [u64; 3]) {
+        let started = self.record_timings.then(Instant::now);
+        let Some(book) = self.books.book(coin) else { return };
+        if book.stale {
+            return;
+        }
+        // 1. L2: both sides gathered once, every subscribed view aggregated from them and
+        // compared with its last frame (a change outside the visible levels sends nothing).
+        crate::l2::gather(book.book.levels(Side::Buy), &mut self.sides[0]);
+        crate::l2::gather(book.book.levels(Side::Sell), &mut self.sides[1]);
+        let spec = self.books.coins.spec(coin);
+        self.changed.clear();
+        for (pos, key) in keys.keys().enumerate() {
+            let at = Self::view_at(&mut self.views, coin, *key, &spec.name);
+            let slot = &mut self.views[coin.0 as usize][at];
+            let (variant, n) = (L2Variant::ALL[usize::from(key.variant_idx)], usize::from(key.n_levels));
+            let [bids, asks] = &mut slot.next;
+            crate::l2::aggregate_units(&self.sides[0], true, variant, n, bids);
+            crate::l2::aggregate_units(&self.sides[1], false, variant, n, asks);
+            if !slot.view.unchanged(bids, asks) {
+                self.changed.push((pos, at));
             }
-            // A change outside the visible levels leaves the view as it was: nothing to send.
-            if self.views.get(&(coin, *key)).is_some_and(|v| v.unchanged(&self.bids, &self.asks)) {
-                continue;
-            }
-            let frame = self.encode_view(coin, *key);
+        }
+        let aggregated = self.record_timings.then(Instant::now);
+        // 2. Encode the views that changed.
+        let time_ms = self.books.time().as_millis().max(0) as u64;
+        self.frames.clear();
+        let list = &mut self.views[coin.0 as usize];
+        for &(_, at) in &self.changed {
+            let slot = &mut list[at];
+            let [bids, asks] = &slot.next;
+            self.frames.push(slot.view.encode(&mut self.out, &mut self.scratch, time_ms, spec.units, bids, asks));
+        }
+        let encoded = self.record_timings.then(Instant::now);
+        // 3. Queue: one shared frame per view for all its subscribers.
+        let mut next = self.changed.iter().zip(self.frames.drain(..)).peekable();
+        for (pos, ids) in keys.values().enumerate() {
+            let Some(((p, _), frame)) = next.next_if(|((p, _), _)| *p == pos) else { continue };
+            debug_assert_eq!(*p, pos);
             for &id in ids {
                 self.subs.send(id, frame.clone(), &mut self.dead);
             }
         }
-        self.subs.l2.insert(coin, keys);
+        if let (Some(a), Some(b), Some(c)) = (started, aggregated, encoded) {
+            ns[0] += b.duration_since(a).as_nanos() as u64;
+            ns[1] += c.duration_since(b).as_nanos() as u64;
+        }
     }
 
     fn reap(&mut self) {

@@ -6,9 +6,10 @@
 //! Must not: compute books or read files; the engine calls it in block order, which is the
 //! order every client receives messages in.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use bytes::Bytes;
+use rustc_hash::FxHashMap;
 use tokio::sync::{mpsc, oneshot};
 
 use ticktrade_hl_proto::ws::{L2Params, Subscription};
@@ -28,10 +29,10 @@ pub struct Client {
 /// All clients and who wants what.
 #[derive(Default)]
 pub struct Subscribers {
-    clients: HashMap<ClientId, Client>,
-    pub l2: HashMap<CoinId, BTreeMap<L2Key, Vec<ClientId>>>,
-    pub trades: HashMap<String, Vec<ClientId>>,
-    pub l4: HashMap<CoinId, Vec<ClientId>>,
+    clients: FxHashMap<ClientId, Client>,
+    pub l2: FxHashMap<CoinId, BTreeMap<L2Key, Vec<ClientId>>>,
+    pub trades: FxHashMap<String, Vec<ClientId>>,
+    pub l4: FxHashMap<CoinId, Vec<ClientId>>,
     /// Clients that get every raw node line (`--raw`).
     pub raw: Vec<ClientId>,
     n_dropped_slow: u64,

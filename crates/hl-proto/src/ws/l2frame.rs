@@ -89,24 +89,34 @@ impl L2View {
             let old_spans = &self.spans[i];
             let spans = &mut self.spare;
             spans.clear();
-            let mut j = 0;
-            for (k, level) in new.iter().enumerate() {
+            let (mut j, mut k) = (0, 0);
+            while k < new.len() {
                 if k > 0 {
                     out.extend_from_slice(b",");
                 }
-                let start = out.len();
                 // Both lists run best first: skip old levels that rank before this one.
-                while j < old.len() && ranks_before(old[j].px, level.px, i == 0) {
+                while j < old.len() && ranks_before(old[j].px, new[k].px, i == 0) {
                     j += 1;
                 }
-                match old.get(j) {
-                    Some(prev) if prev == level && !self.fresh => {
-                        let (a, b) = old_spans[j];
-                        out.extend_from_slice(&self.frame[a as usize..b as usize]);
-                    }
-                    _ => write_level(out, scratch, units, level),
+                if self.fresh || old.get(j) != Some(&new[k]) {
+                    let start = out.len();
+                    write_level(out, scratch, units, &new[k]);
+                    spans.push((start as u32, out.len() as u32));
+                    k += 1;
+                    continue;
                 }
-                spans.push((start as u32, out.len() as u32));
+                // A run of levels equal to consecutive old ones is one copy of the old frame's
+                // bytes (the commas between them included).
+                let (j0, base) = (j, out.len() as u32);
+                while k + 1 < new.len() && j + 1 < old.len() && old[j + 1] == new[k + 1] {
+                    j += 1;
+                    k += 1;
+                }
+                let (a, b) = (old_spans[j0].0, old_spans[j].1);
+                out.extend_from_slice(&self.frame[a as usize..b as usize]);
+                spans.extend(old_spans[j0..=j].iter().map(|&(x, y)| (x - a + base, y - a + base)));
+                j += 1;
+                k += 1;
             }
             out.extend_from_slice(b"]");
             std::mem::swap(&mut self.spans[i], &mut self.spare);

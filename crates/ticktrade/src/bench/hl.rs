@@ -28,7 +28,7 @@ use ticktrade_core::Utc;
 use ticktrade_hl_node::books::Books;
 use ticktrade_hl_node::follow::Follower;
 use ticktrade_hl_node::join::Stream;
-use ticktrade_hl_node::server::engine::{Engine, EngineConfig, EngineMsg};
+use ticktrade_hl_node::server::engine::{Engine, EngineConfig, EngineMsg, PHASES};
 use ticktrade_hl_node::synth::writer::GenWriter;
 use ticktrade_hl_node::synth::{GenBlock, GenConfig, Generator};
 use ticktrade_hl_proto::info::{Meta, SpotMeta, coins_from_meta};
@@ -144,7 +144,8 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
     }
     let stats = engine.stats();
     let mut ticktrade = Histogram::new();
-    let phases: [u64; 3];
+    let phases: [u64; 5];
+    let mut phase_p99 = [0u64; 5];
     {
         let stats = stats.lock().map_err(|_| anyhow::anyhow!("stats poisoned"))?;
         anyhow::ensure!(
@@ -155,10 +156,22 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
         for &ns in stats.block_ns.iter().skip(warmup as usize) {
             ticktrade.record(ns);
         }
-        let n = stats.phase_ns.len().saturating_sub(warmup as usize).max(1) as u64;
-        let sum =
-            stats.phase_ns.iter().skip(warmup as usize).fold([0u64; 3], |a, p| [a[0] + p[0], a[1] + p[1], a[2] + p[2]]);
+        let timed = stats.phase_ns.get(warmup as usize..).unwrap_or(&[]);
+        let n = timed.len().max(1) as u64;
+        let mut sum = [0u64; 5];
+        for p in timed {
+            for (s, x) in sum.iter_mut().zip(p) {
+                *s += x;
+            }
+        }
         phases = sum.map(|s| s / n);
+        for (i, p99) in phase_p99.iter_mut().enumerate() {
+            let mut h = Histogram::new();
+            for p in timed {
+                h.record(p[i]);
+            }
+            *p99 = h.percentiles().p99;
+        }
     }
     // 2. The baseline on the same lines.
     let mut base = Histogram::new();
@@ -179,11 +192,21 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
         Series::from_histogram("hl block: baseline (clone all books, 7 variants x all coins)", &base),
     ];
     series.extend(e2e.series);
-    let [d, a, p] = phases.map(ticktrade_latency::Human);
+    let stages = |v: [u64; 5]| {
+        PHASES
+            .iter()
+            .zip(v)
+            .map(|(name, ns)| format!("{name} {}", ticktrade_latency::Human(ns)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let notes = format!(
         "hl block covers: both lines of the block in memory -> every l2Book frame queued (decode, apply to L4, L2 of changed coins x subscribed variants, encode, try_send); not the file read, not the socket writes (connection tasks)\n\
-         ticktrade per block, mean: decode {d}, apply {a}, L2 + encode + queue {p}\n\
+         ticktrade per block, stage mean: {}\n\
+         ticktrade per block, stage p99 (each on its own): {}\n\
          {} coins, {} l2Book subscriptions; per block: {:.0} statuses, {:.0} diffs, {:.0} l2Book frames (ticktrade) vs {} (baseline); e2e: {} blocks every {} ms, {} frames\n",
+        stages(phases),
+        stages(phase_p99),
         args.coins,
         args.coins * 7,
         per(n_statuses),
@@ -192,7 +215,7 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
         args.coins * 7,
         args.e2e_blocks,
         args.block_ms,
-        e2e.n_frames
+        e2e.n_frames,
     );
     let outcome = Outcome { title: "ticktrade bench hl".into(), notes, series, summary: None };
     emit_outcome(outcome, &args.output)?;

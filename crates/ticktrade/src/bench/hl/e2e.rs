@@ -1,6 +1,10 @@
 //! End to end through a real server on loopback: a writer thread appends blocks to the hourly
 //! files every `--block-ms`; a probe client (BTC `l2Book`) and a load client (all seven
-//! variants of every coin) measure start-of-write → frame received.
+//! variants of every coin) measure start-of-write → frame received. The file-level floor is
+//! measured in the same run: a separate reader woken by its own file notifications, start of
+//! the block's write → both lines the engine needs (statuses, diffs) read back. It runs as its
+//! own pass after the server has stopped (same generator, same cadence), so it neither competes
+//! with the server for the two CPUs nor is slowed by it.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -8,12 +12,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
+use notify::Watcher as _;
 use ticktrade_core::Utc;
 use ticktrade_hl_node::follow::Follower;
 use ticktrade_hl_node::join::Stream;
 use ticktrade_hl_node::server::engine::{Engine, EngineConfig};
 use ticktrade_hl_node::server::{MetaDocs, ServeConfig, start};
 use ticktrade_hl_node::synth::writer::GenWriter;
+use ticktrade_hl_proto::time::parse_node_time;
 use ticktrade_latency::{Histogram, Series};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -31,6 +37,70 @@ fn frame_time(text: &str) -> Option<u64> {
     let digits = &text[at..];
     let end = digits.find(|c: char| !c.is_ascii_digit())?;
     digits[..end].parse().ok()
+}
+
+/// The file-level floor: what a reader woken by file notifications (as the server's engine is)
+/// takes to have both lines of a block, from the start of the block's write.
+fn file_floor(dir: &Path, written: &Written, until: Instant, ready: std::sync::mpsc::Sender<()>) -> Histogram {
+    let mut histogram = Histogram::new();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let watcher = notify::recommended_watcher(move |_event: notify::Result<notify::Event>| {
+        let _ = tx.send(());
+    });
+    let _watcher = watcher.ok().and_then(|mut w| w.watch(dir, notify::RecursiveMode::Recursive).ok().map(|()| w));
+    let mut followers = [Stream::Statuses, Stream::Diffs].map(|s| Follower::new(dir, s));
+    let (mut lines, mut seen) = (Vec::new(), HashMap::<u64, u8>::new());
+    let _ = ready.send(());
+    while Instant::now() < until {
+        let _ = rx.recv_timeout(Duration::from_millis(50));
+        for f in &mut followers {
+            let _ = f.poll(&mut lines);
+        }
+        let read = Instant::now();
+        for line in lines.drain(..) {
+            let head = &line.text[..line.text.len().min(200)];
+            let Some(at) = head.find("\"block_time\":\"") else { continue };
+            let rest = &head[at + 14..];
+            let Some(end) = rest.find('"') else { continue };
+            let Ok(t) = parse_node_time(&rest[..end]) else { continue };
+            let ms = t.as_millis() as u64;
+            let count = seen.entry(ms).or_default();
+            *count += 1;
+            if *count == 2
+                && let Some(start) = written.lock().ok().and_then(|w| w.get(&ms).copied())
+            {
+                histogram.record(read.saturating_duration_since(start).as_nanos() as u64);
+            }
+        }
+    }
+    histogram
+}
+
+/// The floor pass: the writer appends `--e2e-blocks` blocks every `--block-ms` into a fresh
+/// directory while only [`file_floor`] reads them.
+fn floor_pass(args: &Args, dir: &Path) -> anyhow::Result<Histogram> {
+    let mut generator = generator(args);
+    let mut writer = GenWriter::new(dir);
+    writer.write_bootstrap(&generator)?;
+    let written: Written = Arc::new(Mutex::new(HashMap::new()));
+    let (n_blocks, block_ms) = (args.e2e_blocks, args.block_ms.max(1));
+    let deadline = Instant::now() + Duration::from_millis(n_blocks * block_ms) + Duration::from_secs(1);
+    let (floor_dir, floor_written) = (dir.to_owned(), written.clone());
+    let (ready_tx, ready) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || file_floor(&floor_dir, &floor_written, deadline, ready_tx));
+    let _ = ready.recv_timeout(Duration::from_secs(5));
+    let mut next = Instant::now();
+    for i in 0..n_blocks {
+        let time = Utc::from_nanos(T0_NS + 3_600_000_000_000 + (i * block_ms * 1_000_000) as i64);
+        let block = generator.next_block(time);
+        if let Ok(mut map) = written.lock() {
+            map.insert(time.as_millis() as u64, Instant::now());
+        }
+        writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills])?;
+        next += Duration::from_millis(block_ms);
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    reader.join().map_err(|_| anyhow::anyhow!("floor reader panicked"))
 }
 
 async fn measure<S>(ws: &mut S, written: &Written, deadline: Instant, expect_initial: usize) -> (Histogram, u64)
@@ -100,6 +170,7 @@ pub fn run(args: &Args, dir: &Path) -> anyhow::Result<E2e> {
         let written: Written = Arc::new(Mutex::new(HashMap::new()));
         let w = written.clone();
         let (n_blocks, block_ms) = (args.e2e_blocks, args.block_ms.max(1));
+        let deadline = Instant::now() + Duration::from_millis(n_blocks * block_ms) + Duration::from_secs(3);
         let writer_thread = std::thread::spawn(move || -> std::io::Result<()> {
             let mut next = Instant::now();
             for i in 0..n_blocks {
@@ -115,17 +186,21 @@ pub fn run(args: &Args, dir: &Path) -> anyhow::Result<E2e> {
             }
             Ok(())
         });
-        let deadline = Instant::now() + Duration::from_millis(n_blocks * block_ms) + Duration::from_secs(3);
         let (probe_result, load_result) =
             tokio::join!(measure(&mut probe, &written, deadline, 1), measure(&mut load, &written, deadline, 0));
         writer_thread.join().map_err(|_| anyhow::anyhow!("writer panicked"))??;
         server.stop();
+        let floor = floor_pass(args, &dir.join("floor"))?;
         Ok(E2e {
             series: vec![
                 Series::from_histogram("hl e2e: block written -> probe received (BTC l2Book)", &probe_result.0),
                 Series::from_histogram(
                     "hl e2e: block written -> load client received (every l2Book frame)",
                     &load_result.0,
+                ),
+                Series::from_histogram(
+                    "hl e2e floor: block written -> both lines read (notified reader, own pass)",
+                    &floor,
                 ),
             ],
             n_frames: probe_result.1 + load_result.1,
