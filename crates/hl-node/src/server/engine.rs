@@ -266,8 +266,10 @@ impl Engine {
             let mut lines = std::mem::take(&mut self.lines);
             let mut errors = Vec::new();
             for follower in &mut self.followers {
-                let read = if rollover { follower.poll(&mut lines) } else { follower.poll_current(&mut lines) };
-                if let Err(err) = read {
+                // A read error of the first pass recurs in the second, which reports it once.
+                let read =
+                    if rollover { follower.poll(&mut lines) } else { follower.poll_current(&mut lines).map(|_| 0) };
+                if let (true, Err(err)) = (rollover, read) {
                     errors.push(format!("{:?} stream: read error: {err}", follower.stream()));
                 }
             }

@@ -11,12 +11,15 @@
 //!   (a view whose top levels did not change is skipped; unchanged levels are copied from the
 //!   view's previous frame), `try_send` into the bounded per-client queues. Not included: reading
 //!   the files and the socket writes, which run on the connection tasks.
+//!   The block is also reported by stage (`engine::PHASES`: decode, apply, l2, encode, queue),
+//!   as means and as each stage's own p99.
 //! * **baseline**: per block, decode and apply the same lines to per-coin order maps, clone
 //!   every book, and recompute and encode all seven variants for every coin (OBS's
 //!   `compute_l2_snapshots` over a cloned `OrderBooks`).
 //! * **e2e**: a real server on loopback; a writer thread appends blocks to hourly files every
 //!   `--block-ms`; clients receive `l2Book` frames; latency = start of the block's write →
-//!   frame received, matched by the block time each frame carries.
+//!   frame received, matched by the block time each frame carries. The file-level floor (start
+//!   of the write → both lines read by a notified reader) runs as its own pass afterwards.
 
 mod baseline;
 mod e2e;
