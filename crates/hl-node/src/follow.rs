@@ -136,18 +136,27 @@ impl Follower {
         Ok(())
     }
 
+    /// Opens the first hourly file at or after the start hour if none is open yet. False when
+    /// there is no such file (yet).
+    fn ensure_open(&mut self) -> io::Result<bool> {
+        if self.current.is_none() {
+            let keys = list_hours(&self.data_dir, self.stream)?;
+            match keys.into_iter().find(|&k| k >= self.start_key) {
+                Some(key) => self.open(key)?,
+                None => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
     /// Reads every complete line written since the last call to the open hourly file (opening
     /// the first one if none is open) without looking for a newer file: the cheap read a
     /// caller does first on a notification, before the directory listing of [`Follower::poll`].
     /// Returns how many lines it appended.
     pub fn poll_current(&mut self, out: &mut Vec<Line>) -> io::Result<usize> {
         let before = out.len();
-        if self.current.is_none() {
-            let keys = list_hours(&self.data_dir, self.stream)?;
-            match keys.into_iter().find(|&k| k >= self.start_key) {
-                Some(key) => self.open(key)?,
-                None => return Ok(0),
-            }
+        if !self.ensure_open()? {
+            return Ok(0);
         }
         self.read_available(out)?;
         Ok(out.len() - before)
@@ -157,12 +166,8 @@ impl Follower {
     /// when they exist. Returns how many lines it appended.
     pub fn poll(&mut self, out: &mut Vec<Line>) -> io::Result<usize> {
         let before = out.len();
-        if self.current.is_none() {
-            let keys = list_hours(&self.data_dir, self.stream)?;
-            match keys.into_iter().find(|&k| k >= self.start_key) {
-                Some(key) => self.open(key)?,
-                None => return Ok(0),
-            }
+        if !self.ensure_open()? {
+            return Ok(0);
         }
         loop {
             self.read_available(out)?;
