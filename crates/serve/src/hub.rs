@@ -181,7 +181,6 @@ pub(crate) struct Hub {
 #[derive(Default)]
 struct FanBuf {
     ids: Vec<ClientId>,
-    outs: Vec<Arc<Outbound>>,
     /// What the write did, and when the socket took the frame if it was written at once.
     results: Vec<(Sent, Option<Instant>)>,
 }
@@ -189,7 +188,6 @@ struct FanBuf {
 impl FanBuf {
     fn clear(&mut self) {
         self.ids.clear();
-        self.outs.clear();
         self.results.clear();
     }
 }
@@ -524,7 +522,6 @@ impl Hub {
                 }
                 fan.results.push(client.out.send_stamped(frame, Some(at), capacity));
                 fan.ids.push(id);
-                fan.outs.push(Arc::clone(&client.out));
             }
         }
         let mut stamps = self.trace_at.map(|(received, started)| LoopStamps::new(received, started));
@@ -533,12 +530,12 @@ impl Hub {
         }
         {
             let mut all = self.shared.as_ref().and_then(|s| s.fanout_ns.lock().ok());
-            for (out, &(_, done)) in fan.outs.iter().zip(&fan.results) {
-                let Some(done) = done else { continue };
+            for (id, &(_, done)) in fan.ids.iter().zip(&fan.results) {
+                let (Some(done), Some(client)) = (done, self.clients.get(id)) else { continue };
                 if let Some(s) = stamps.as_mut() {
                     s.written(done);
                 }
-                if let Some(ns) = out.record_written(at, done)
+                if let Some(ns) = client.out.record_written(at, done)
                     && let Some(h) = all.as_mut().and_then(|g| g.as_mut())
                 {
                     h.saturating_record(ns);
@@ -556,7 +553,6 @@ impl Hub {
                 *flag = true;
             }
         }
-        fan.clear();
         self.fan = fan;
     }
 
