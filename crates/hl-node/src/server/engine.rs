@@ -267,8 +267,7 @@ impl Engine {
             let mut errors = Vec::new();
             for follower in &mut self.followers {
                 // A read error of the first pass recurs in the second, which reports it once.
-                let read =
-                    if rollover { follower.poll(&mut lines) } else { follower.poll_current(&mut lines).map(|_| 0) };
+                let read = if rollover { follower.poll(&mut lines) } else { follower.poll_current(&mut lines) };
                 if let (true, Err(err)) = (rollover, read) {
                     errors.push(format!("{:?} stream: read error: {err}", follower.stream()));
                 }
@@ -417,7 +416,7 @@ impl Engine {
             self.announce_stale(coin);
         }
         self.publish_l4(height, time, &statuses, &diffs);
-        let mut l2_ns = [0u64; 3];
+        let mut l2_ns = [0u64; 2];
         for &coin in &outcome.changed {
             self.publish_l2(coin, &mut l2_ns);
         }
@@ -525,13 +524,13 @@ impl Engine {
 
     /// Publishes every subscribed view of `coin` that changed; adds the time spent aggregating
     /// and encoding to `ns[0]` and `ns[1]` (only when timings are recorded).
-    fn publish_l2(&mut self, coin: CoinId, ns: &mut [u64; 3]) {
+    fn publish_l2(&mut self, coin: CoinId, ns: &mut [u64; 2]) {
         let Some(keys) = self.subs.l2.remove(&coin) else { return };
         self.publish_l2_views(coin, &keys, ns);
         self.subs.l2.insert(coin, keys);
     }
 
-    fn publish_l2_views(&mut self, coin: CoinId, keys: &BTreeMap<L2Key, Vec<ClientId>>, ns: &mut [u64; 3]) {
+    fn publish_l2_views(&mut self, coin: CoinId, keys: &BTreeMap<L2Key, Vec<ClientId>>, ns: &mut [u64; 2]) {
         let started = self.record_timings.then(Instant::now);
         let Some(book) = self.books.book(coin) else { return };
         if book.stale {
@@ -568,8 +567,7 @@ impl Engine {
         // 3. Queue: one shared frame per view for all its subscribers.
         let mut next = self.changed.iter().zip(self.frames.drain(..)).peekable();
         for (pos, ids) in keys.values().enumerate() {
-            let Some(((p, _), frame)) = next.next_if(|((p, _), _)| *p == pos) else { continue };
-            debug_assert_eq!(*p, pos);
+            let Some((_, frame)) = next.next_if(|((p, _), _)| *p == pos) else { continue };
             for &id in ids {
                 self.subs.send(id, frame.clone(), &mut self.dead);
             }
