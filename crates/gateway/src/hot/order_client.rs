@@ -17,11 +17,11 @@ use std::io::Write;
 use std::net::TcpStream;
 
 use ticktrade_core::InstrumentSpec;
-use ticktrade_deribit_proto::order::{LimitOrder, OrderEncoder};
+use ticktrade_deribit_proto::order::LimitOrder;
 use ticktrade_deribit_proto::{Id, Incoming, classify};
 use ticktrade_latency::{RawTicks, TscClock};
 
-use super::order_frame::OrderFrame;
+use super::order_frame::OrderFramer;
 use super::ws::{Opcode, Role, WsError, WsReader, WsWriter};
 
 /// Stamps of one `send`.
@@ -58,31 +58,27 @@ pub enum OrderClientError {
 }
 
 pub struct OrderClient {
-    hot: Box<OrderFrame>,
+    /// Builds each order; `writer` holds the orders its fixed encoder declines.
+    orders: OrderFramer,
     next_id: u64,
     stream: TcpStream,
     clock: TscClock,
-    /// Where the last frame is: `hot` or (declined by the fixed encoder) `writer`.
-    last_in_writer: bool,
     reader: WsReader,
     writer: WsWriter,
     control: WsWriter,
-    encoder: OrderEncoder,
 }
 
 impl OrderClient {
     /// A client on a connected WebSocket (`handshake::connect`).
     pub fn new(stream: TcpStream, reader: WsReader, spec: &InstrumentSpec, clock: TscClock) -> OrderClient {
         OrderClient {
-            hot: OrderFrame::new(spec, 0x2545_F491),
+            orders: OrderFramer::new(spec, 0x2545_F491),
             next_id: 1,
             stream,
             clock,
-            last_in_writer: false,
             reader,
             writer: WsWriter::new(Role::Client, 1024, 0x2545_F491),
             control: WsWriter::new(Role::Client, 256, 0x9E37_79B9),
-            encoder: OrderEncoder::new(spec),
         }
     }
 
@@ -92,31 +88,18 @@ impl OrderClient {
         let called = self.clock.raw();
         let id = self.next_id;
         self.next_id += 1;
-        self.last_in_writer = !self.hot.build(id, order);
-        if self.last_in_writer {
-            self.encode_declined(id, order);
-        }
+        self.orders.build(id, order, &mut self.writer);
         let encoded = self.clock.raw();
-        let frame = if self.last_in_writer { self.writer.frame() } else { self.hot.frame() };
-        self.stream.write_all(frame).map_err(WsError::from)?;
+        self.stream.write_all(self.orders.frame(&self.writer)).map_err(WsError::from)?;
         let written = self.clock.raw();
         Ok(SendStamps { id, called, encoded, written })
-    }
-
-    /// The `Vec` encoder and framer, for an order the fixed encoder declined.
-    #[cold]
-    #[inline(never)]
-    fn encode_declined(&mut self, id: u64, order: &LimitOrder) {
-        self.encoder.encode(self.writer.begin(), id, order);
-        self.writer.finish(Opcode::Text);
     }
 
     /// Writes the last order frame again, unchanged (the `write_floor` measurement); returns
     /// the nanoseconds the write took.
     pub fn rewrite_last(&mut self) -> Result<u64, OrderClientError> {
         let start = self.clock.raw();
-        let frame = if self.last_in_writer { self.writer.frame() } else { self.hot.frame() };
-        self.stream.write_all(frame).map_err(WsError::from)?;
+        self.stream.write_all(self.orders.frame(&self.writer)).map_err(WsError::from)?;
         Ok(self.clock.nanos_between(start, self.clock.raw()))
     }
 

@@ -14,10 +14,10 @@
 //! table and literals in `.rodata`, and call libc's `memcpy` for variable-length runs.
 
 use ticktrade_core::InstrumentSpec;
-use ticktrade_deribit_proto::order::LimitOrder;
+use ticktrade_deribit_proto::order::{LimitOrder, OrderEncoder};
 use ticktrade_deribit_proto::order_fixed::{ENCODE_ROOM, FixedOrderEncoder};
 
-use super::ws::apply_mask;
+use super::ws::{Opcode, WsWriter, apply_mask};
 
 /// Where the payload starts in the block's buffer; the header (at most 8 bytes for a masked
 /// frame under 64 KiB) goes right in front of it.
@@ -98,4 +98,52 @@ fn next_mask(state: &mut u32) -> [u8; 4] {
     x ^= x << 5;
     *state = x;
     x.to_ne_bytes()
+}
+
+/// Builds each order's frame in an [`OrderFrame`] block, or, for an order its fixed encoder
+/// declines, with `OrderEncoder` into a `WsWriter` the caller owns; remembers which, so
+/// [`OrderFramer::frame`] gives the last frame built (the hot loop's and `OrderClient`'s one
+/// order path).
+pub struct OrderFramer {
+    block: Box<OrderFrame>,
+    /// The last frame is in the caller's writer, not in `block`.
+    in_writer: bool,
+    fallback: OrderEncoder,
+}
+
+impl OrderFramer {
+    /// A framer for `spec`'s instrument; `seed` starts the block's mask keys.
+    pub fn new(spec: &InstrumentSpec, seed: u32) -> OrderFramer {
+        OrderFramer { block: OrderFrame::new(spec, seed), in_writer: false, fallback: OrderEncoder::new(spec) }
+    }
+
+    /// Encodes, masks and frames `order` with `id`: in the block, or in `writer` if the fixed
+    /// encoder declines it.
+    #[inline(always)]
+    pub fn build(&mut self, id: u64, order: &LimitOrder, writer: &mut WsWriter) {
+        self.in_writer = !self.block.build(id, order);
+        if self.in_writer {
+            self.build_declined(id, order, writer);
+        }
+    }
+
+    /// The `Vec` encoder and framer, for an order the fixed encoder declined.
+    #[cold]
+    #[inline(never)]
+    fn build_declined(&self, id: u64, order: &LimitOrder, writer: &mut WsWriter) {
+        self.fallback.encode(writer.begin(), id, order);
+        writer.finish(Opcode::Text);
+    }
+
+    /// The last frame built; `writer` is the one passed to [`OrderFramer::build`].
+    #[inline(always)]
+    pub fn frame<'a>(&'a self, writer: &'a WsWriter) -> &'a [u8] {
+        if self.in_writer { writer.frame() } else { self.block.frame() }
+    }
+
+    /// [`OrderFrame::touch`] of the block.
+    #[inline]
+    pub fn touch(&self) -> u8 {
+        self.block.touch()
+    }
 }

@@ -9,13 +9,13 @@
 use ticktrade_book::l2::{ApplyError, L2Book, LevelUpdate};
 use ticktrade_core::InstrumentSpec;
 use ticktrade_deribit_proto::book_fast::FastBookDecoder;
-use ticktrade_deribit_proto::order::{LimitOrder, OrderEncoder, OrderLabel};
+use ticktrade_deribit_proto::order::{LimitOrder, OrderLabel};
 use ticktrade_deribit_proto::{BookKind, DecodeError};
 use ticktrade_latency::{RawTicks, TscClock};
 
-use super::order_frame::OrderFrame;
+use super::order_frame::{OrderFrame, OrderFramer};
 use super::strategy::{BookEvent, OrderSink, Strategy};
-use super::ws::{Opcode, WsWriter};
+use super::ws::WsWriter;
 
 /// A clock the hot path can stamp with. `TscClock` in production (≈9 ns per reading).
 pub trait StageClock {
@@ -79,11 +79,9 @@ pub struct PipelineStats {
 pub struct Pipeline<S> {
     spec: InstrumentSpec,
     decoder: FastBookDecoder,
-    /// The order is built here (one compact block, `OrderFrame`); `encoder` and the caller's
-    /// `WsWriter` only for an order its fixed encoder declines (`frame_in_writer`).
-    frame: Box<OrderFrame>,
-    frame_in_writer: bool,
-    encoder: OrderEncoder,
+    /// The order is built here (one compact block, `OrderFrame`), or in the caller's
+    /// `WsWriter` for an order its fixed encoder declines.
+    orders: OrderFramer,
     book: L2Book,
     updates: Vec<LevelUpdate>,
     strategy: S,
@@ -109,9 +107,7 @@ impl<S: Strategy> Pipeline<S> {
         Pipeline {
             spec: spec.clone(),
             decoder: FastBookDecoder::new(spec),
-            frame: OrderFrame::new(spec, 0x9E37_79B9),
-            frame_in_writer: false,
-            encoder: OrderEncoder::new(spec),
+            orders: OrderFramer::new(spec, 0x9E37_79B9),
             book: L2Book::new(),
             updates: Vec::with_capacity(max_updates),
             strategy,
@@ -155,7 +151,7 @@ impl<S: Strategy> Pipeline<S> {
     /// writer passed to `on_frame`) for an order the fixed encoder declined.
     #[inline(always)]
     pub fn order_frame<'a>(&'a self, out: &'a WsWriter) -> &'a [u8] {
-        if self.frame_in_writer { out.frame() } else { self.frame.frame() }
+        self.orders.frame(out)
     }
 
     /// Processes one complete text frame read at `stamps.t[0]`. On `Outcome::Order` the order
@@ -172,7 +168,7 @@ impl<S: Strategy> Pipeline<S> {
         if self.touch_ahead {
             let updates = self.updates.iter().step_by(2).fold(0i64, |x, u| x ^ u.price.raw());
             std::hint::black_box((
-                self.decoder.touch() ^ self.frame.touch(),
+                self.decoder.touch() ^ self.orders.touch(),
                 updates,
                 self.book.best_bid(),
                 self.book.best_ask(),
@@ -224,10 +220,7 @@ impl<S: Strategy> Pipeline<S> {
         };
         let id = self.next_id;
         self.next_id += 1;
-        self.frame_in_writer = !self.frame.build(id, &order);
-        if self.frame_in_writer {
-            self.encode_declined(id, &order, out);
-        }
+        self.orders.build(id, &order, out);
         stamps.t[4] = clock.stamp().0;
         self.stats.orders += 1;
         self.last_order = Some(order);
@@ -248,14 +241,6 @@ impl<S: Strategy> Pipeline<S> {
         if let Some(order) = self.last_order.as_ref() {
             std::hint::black_box(self.scratch_frame.build(self.next_id, order));
         }
-    }
-
-    /// The `Vec` encoder and framer, for an order the fixed encoder declined.
-    #[cold]
-    #[inline(never)]
-    fn encode_declined(&self, id: u64, order: &LimitOrder, out: &mut WsWriter) {
-        self.encoder.encode(out.begin(), id, order);
-        out.finish(Opcode::Text);
     }
 
     #[cold]
