@@ -50,17 +50,49 @@ pub struct FastBookDecoder {
 const HEAD_CAP: usize = 160;
 const INSTRUMENT_CAP: usize = 112;
 
-/// Converts decimal text to integer units of `mantissa / 10^scale`.
+/// Converts decimal text to integer units of `mantissa / 10^scale`. The division by
+/// `mantissa` is exact or refused, so it is done as a multiply by the inverse of its odd part
+/// modulo 2^64 after shifting out its factors of two (one multiply and one compare, the same code
+/// for every tick and amount unit, no `div`).
 #[derive(Clone, Copy, Debug)]
 struct Units {
     mantissa: u64,
     scale: u32,
+    /// `mantissa.trailing_zeros()`.
+    shift: u32,
+    /// The inverse of `mantissa >> shift` modulo 2^64.
+    inverse: u64,
+    /// `u64::MAX / (mantissa >> shift)`: a product above it means "not a multiple".
+    limit: u64,
+}
+
+impl Units {
+    fn new(mantissa: u64, scale: u32) -> Units {
+        // A zero mantissa disables the decoder (`enabled`); give it harmless constants.
+        let shift = if mantissa == 0 { 0 } else { mantissa.trailing_zeros() };
+        let odd = (mantissa >> shift).max(1);
+        // Newton's iteration doubles the correct low bits each step: 3 → 6 → … → 96 ≥ 64.
+        let mut inverse = odd;
+        for _ in 0..5 {
+            inverse = inverse.wrapping_mul(2u64.wrapping_sub(odd.wrapping_mul(inverse)));
+        }
+        Units { mantissa, scale, shift, inverse, limit: u64::MAX / odd }
+    }
+
+    /// `n / mantissa` if `mantissa` divides `n`.
+    #[inline(always)]
+    fn divide_exact(&self, n: u64) -> Option<u64> {
+        if n & ((1u64 << self.shift) - 1) != 0 {
+            return None;
+        }
+        let q = (n >> self.shift).wrapping_mul(self.inverse);
+        (q <= self.limit).then_some(q)
+    }
 }
 
 impl FastBookDecoder {
     pub fn new(spec: &InstrumentSpec) -> FastBookDecoder {
-        let units =
-            |d: ticktrade_core::Decimal| Units { mantissa: d.mantissa().unsigned_abs(), scale: u32::from(d.scale()) };
+        let units = |d: ticktrade_core::Decimal| Units::new(d.mantissa().unsigned_abs(), u32::from(d.scale()));
         let price = units(spec.tick());
         let qty = units(spec.qty_unit);
         let enabled = spec.tick_rule.steps().next().is_none() && price.mantissa > 0 && qty.mantissa > 0;
@@ -186,7 +218,8 @@ impl FastBookDecoder {
         Some(BookHeader { channel, instrument, kind, change_id, prev_change_id, timestamp_ms })
     }
 
-    #[inline]
+    #[cold]
+    #[inline(never)]
     fn fast<'a>(&self, frame: &'a [u8], out: &mut Vec<LevelUpdate>) -> Option<BookHeader<'a>> {
         let mut c = Cursor { buf: frame, pos: 0 };
         c.lit(br#"{"jsonrpc":"2.0","method":"subscription","params":{"channel":""#)?;
@@ -247,8 +280,10 @@ impl FastBookDecoder {
         Some(BookHeader { channel, instrument, kind, change_id, prev_change_id, timestamp_ms })
     }
 
-    /// `[["new",1.5,10],…]` after the opening `[`, through the closing `]`.
-    #[inline]
+    /// `[["new",1.5,10],…]` after the opening `[`, through the closing `]`. Not inlined: one
+    /// copy of its code serves both sides and both paths (live, after a wait in `read`, each
+    /// distinct line of code is a cache miss, docs/PERFORMANCE.md §5).
+    #[inline(never)]
     fn entries(&self, c: &mut Cursor<'_>, side: Side, out: &mut Vec<LevelUpdate>) -> Option<()> {
         if c.eat(b"]") {
             return Some(());
@@ -367,7 +402,8 @@ impl<'a> Cursor<'a> {
         Some((value, n))
     }
 
-    #[inline]
+    /// Not inlined: one copy serves every integer of the fixed layout (see [`FastBookDecoder::entries`]).
+    #[inline(never)]
     fn u64(&mut self) -> Option<u64> {
         self.digits().map(|(v, _)| v)
     }
@@ -375,7 +411,8 @@ impl<'a> Cursor<'a> {
     /// A JSON number in units of `unit`; `None` if it has an exponent, is off the unit grid,
     /// or does not fit (the general decoder then gives the exact error). Numbers of at most
     /// seven characters (`64250.5`, `1200.0`, `30`) are read from one word ([`Self::short`]).
-    #[inline]
+    /// Not inlined: one copy serves prices and amounts (see [`FastBookDecoder::entries`]).
+    #[inline(never)]
     fn units(&mut self, unit: Units) -> Option<i64> {
         match self.short() {
             Some((mantissa, scale, len)) => {
@@ -427,7 +464,8 @@ impl<'a> Cursor<'a> {
     }
 
     /// [`Self::units`] for any number: digit runs of any length, a sign, exponents refused.
-    #[inline]
+    #[cold]
+    #[inline(never)]
     fn units_any(&mut self, unit: Units) -> Option<i64> {
         let negative = self.eat(b"-");
         let (int_part, int_digits) = self.digits()?;
@@ -534,28 +572,18 @@ fn to_units(mantissa: u64, scale: u32, unit: Units) -> Option<i64> {
     let numerator = if unit.scale >= scale {
         mantissa.checked_mul(*POW10.get((unit.scale - scale) as usize)?)?
     } else {
-        let pow = *POW10.get((scale - unit.scale) as usize)?;
-        if !mantissa.is_multiple_of(pow) {
-            return None;
-        }
-        mantissa / pow
+        more_decimals(mantissa, scale - unit.scale)?
     };
-    i64::try_from(divide_exact(numerator, unit.mantissa)?).ok()
+    i64::try_from(unit.divide_exact(numerator)?).ok()
 }
 
-/// `n / d` if `d` divides `n`. The usual tick and amount mantissas are constants here, so
-/// those divisions compile to multiplies.
-#[inline(always)]
-fn divide_exact(n: u64, d: u64) -> Option<u64> {
-    let (q, r) = match d {
-        1 => (n, 0),
-        2 => (n / 2, n % 2),
-        5 => (n / 5, n % 5),
-        10 => (n / 10, n % 10),
-        25 => (n / 25, n % 25),
-        _ => (n / d, n % d),
-    };
-    (r == 0).then_some(q)
+/// `mantissa / 10^drop` if exact: a number written with more decimals than the unit has
+/// (`64250.50`); rare, so out of the way.
+#[cold]
+#[inline(never)]
+fn more_decimals(mantissa: u64, drop: u32) -> Option<u64> {
+    let pow = *POW10.get(drop as usize)?;
+    mantissa.is_multiple_of(pow).then(|| mantissa / pow)
 }
 
 #[cfg(test)]

@@ -235,3 +235,17 @@ fn recorded_sessions_agree_with_the_general_decoder() {
     }
     assert!(n >= 200, "{n} recorded book frames");
 }
+
+proptest! {
+    /// The inverse-multiply division agrees with `%` and `/` for every divisor shape (odd, powers
+    /// of two, both) and every numerator, multiples or not.
+    #[test]
+    fn exact_division_by_inverse_matches_div(d in 1u64..1_000_000, k in 0u32..20, q in any::<u64>(), off in 0u64..3) {
+        let d = d << (k % 12);
+        let units = Units::new(d, 0);
+        for n in [q, (q / d).wrapping_mul(d), (q / d).wrapping_mul(d).wrapping_add(off), d, 0, u64::MAX] {
+            let want = (n % d == 0).then(|| n / d);
+            prop_assert_eq!(units.divide_exact(n), want, "n {} d {}", n, d);
+        }
+    }
+}
