@@ -9,6 +9,8 @@
 //! that cannot be applied marks only its coin stale (its book is cleared and ignored until the
 //! next snapshot); the other coins carry on.
 
+use std::borrow::Cow;
+
 use rustc_hash::FxHashMap;
 
 use ticktrade_book::l4::{L4Book, Order};
@@ -25,12 +27,40 @@ use crate::coins::{CoinId, CoinTable};
 pub struct OrderMeta {
     pub user: Box<str>,
     pub timestamp: u64,
-    pub trigger_condition: Box<str>,
+    pub trigger_condition: Cow<'static, str>,
     pub is_position_tpsl: bool,
     pub reduce_only: bool,
-    pub order_type: Box<str>,
-    pub tif: Option<Box<str>>,
+    pub order_type: Cow<'static, str>,
+    pub tif: Option<Cow<'static, str>>,
     pub cloid: Option<Box<str>>,
+}
+
+/// The values `triggerCondition`, `orderType` and `tif` take on almost every order
+/// (REFERENCE §1.4), kept without an allocation per order; anything else is copied.
+const COMMON_WORDS: [&str; 15] = [
+    "N/A",
+    "Triggered",
+    "Limit",
+    "Market",
+    "Stop Market",
+    "Stop Limit",
+    "Take Profit Market",
+    "Take Profit Limit",
+    "Gtc",
+    "Alo",
+    "Ioc",
+    "FrontendMarket",
+    "LiquidationMarket",
+    "Vault",
+    "Scale",
+];
+
+#[inline]
+fn word(text: &str) -> Cow<'static, str> {
+    match COMMON_WORDS.iter().find(|w| **w == text) {
+        Some(w) => Cow::Borrowed(w),
+        None => Cow::Owned(text.to_owned()),
+    }
 }
 
 impl OrderMeta {
@@ -38,11 +68,11 @@ impl OrderMeta {
         OrderMeta {
             user: user.into(),
             timestamp: order.timestamp,
-            trigger_condition: (*order.trigger_condition).into(),
+            trigger_condition: word(&order.trigger_condition),
             is_position_tpsl: order.is_position_tpsl,
             reduce_only: order.reduce_only,
-            order_type: (*order.order_type).into(),
-            tif: order.tif.map(Into::into),
+            order_type: word(&order.order_type),
+            tif: order.tif.map(word),
             cloid: order.cloid.map(Into::into),
         }
     }
@@ -78,6 +108,35 @@ pub struct Books {
     time: Utc,
     /// Height at which each coin last changed, to list changed coins without allocation.
     changed_at: Vec<u64>,
+    /// Per coin, the prices of the levels the block at `changed_at` touched.
+    touched: Vec<Touched>,
+}
+
+/// The range of level prices (units) a block changed on each side of a coin's book: every
+/// level an order was added to, reduced at, removed from or moved from/to. An L2 view whose
+/// visible levels lie strictly better than every touched price cannot have changed
+/// (`crate::l2::side_may_change`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Touched {
+    /// `(lowest, highest)` per side, indexed bids 0, asks 1; `lowest > highest` = untouched.
+    pub range: [(i64, i64); 2],
+}
+
+impl Touched {
+    pub const NONE: Touched = Touched { range: [(i64::MAX, i64::MIN); 2] };
+
+    #[inline]
+    fn add(&mut self, side: Side, px: i64) {
+        let r = &mut self.range[usize::from(side != Side::Buy)];
+        r.0 = r.0.min(px);
+        r.1 = r.1.max(px);
+    }
+}
+
+impl Default for Touched {
+    fn default() -> Touched {
+        Touched::NONE
+    }
 }
 
 /// Result of applying one block.
@@ -106,11 +165,18 @@ impl Books {
         self.books.get(coin.0 as usize)
     }
 
+    /// The level prices the last applied block touched in `coin`'s book (meaningful for the
+    /// coins of that block's `BlockOutcome::changed`).
+    pub fn touched(&self, coin: CoinId) -> Touched {
+        self.touched.get(coin.0 as usize).copied().unwrap_or(Touched::NONE)
+    }
+
     fn ensure(&mut self, coin: CoinId) {
         let n = coin.0 as usize + 1;
         if self.books.len() < n {
             self.books.resize_with(n, CoinBook::default);
             self.changed_at.resize(n, 0);
+            self.touched.resize(n, Touched::NONE);
         }
     }
 
@@ -187,6 +253,9 @@ impl Books {
             if self.books[coin.0 as usize].stale {
                 continue;
             }
+            if self.changed_at[coin.0 as usize] != height {
+                self.touched[coin.0 as usize] = Touched::NONE;
+            }
             match self.apply_diff(coin, diff, &resting) {
                 Ok(()) => {
                     if self.changed_at[coin.0 as usize] != height {
@@ -215,6 +284,7 @@ impl Books {
         let name = || spec.name.clone();
         let px = spec.parse_px(diff.px).ok_or_else(|| ApplyError::BadNumber { coin: name(), oid: diff.oid })?;
         let book = &mut self.books[coin.0 as usize].book;
+        let touched = &mut self.touched[coin.0 as usize];
         let book_err = |source| ApplyError::Book { coin: spec.name.clone(), source };
         match diff.raw_book_diff {
             RawBookDiff::New { sz } => {
@@ -229,21 +299,27 @@ impl Books {
                 };
                 let mut meta = OrderMeta::from_node(status.user, &status.order);
                 if status.order.is_trigger || status.status == "triggered" {
-                    meta.trigger_condition = "Triggered".into();
-                    meta.tif = Some("Gtc".into());
+                    meta.trigger_condition = Cow::Borrowed("Triggered");
+                    meta.tif = Some(Cow::Borrowed("Gtc"));
                     if let Ok(t) = ticktrade_hl_proto::time::parse_node_time(status.time) {
                         meta.timestamp = t.as_millis() as u64;
                     }
                 } else if status.order.tif == Some("Ioc") {
-                    meta.tif = Some("Gtc".into());
+                    meta.tif = Some(Cow::Borrowed("Gtc"));
                 }
                 if sz.is_zero() {
                     return Ok(());
                 }
+                touched.add(side, px.raw());
                 book.add(diff.oid, side, px, sz, meta).map_err(book_err)
             }
             RawBookDiff::Update { new_sz, .. } => {
                 let sz = spec.parse_sz(new_sz).ok_or_else(|| ApplyError::BadNumber { coin: name(), oid: diff.oid })?;
+                // The level the order rests at, and the diff's price if it moves there.
+                if let Some(order) = book.get(diff.oid) {
+                    touched.add(order.side, order.price.raw());
+                    touched.add(order.side, px.raw());
+                }
                 match book.reduce(diff.oid, sz) {
                     Ok(()) => Ok(()),
                     Err(ticktrade_book::l4::L4Error::Increase) => {
@@ -253,7 +329,10 @@ impl Books {
                 }
             }
             RawBookDiff::Remove => match book.remove(diff.oid) {
-                Some(_) => Ok(()),
+                Some(order) => {
+                    touched.add(order.side, order.price.raw());
+                    Ok(())
+                }
                 None => Err(book_err(ticktrade_book::l4::L4Error::UnknownId(diff.oid))),
             },
         }

@@ -154,6 +154,40 @@ pub fn aggregate_units(
     }
 }
 
+/// Whether one side of a view can differ from what it last sent (`shown` = how many levels,
+/// and the deepest one's price; at `variant` and `n_levels`) after a block that touched the
+/// levels at prices `touched` (`(lowest, highest)`, units; `lowest > highest` = untouched).
+///
+/// A side with all its `n_levels` buckets shown keeps them exactly when every touched price
+/// buckets strictly deeper than its deepest bucket: bucketing is monotone in the price (bids
+/// round down, asks up, with the width growing with the digits), so such a price lies below
+/// (bids) / above (asks) every level of every shown bucket, and the buckets before it are
+/// neither emptied, filled, nor outranked. Only the touched price nearest the top matters.
+/// A side showing fewer buckets than `n_levels` may grow with any touch.
+#[inline]
+pub fn side_may_change(
+    shown: (usize, i64),
+    is_bid: bool,
+    variant: L2Variant,
+    n_levels: usize,
+    touched: (i64, i64),
+) -> bool {
+    let (lowest, highest) = touched;
+    if lowest > highest || n_levels == 0 {
+        return false;
+    }
+    let (n_shown, deepest) = shown;
+    if n_shown < n_levels {
+        return true;
+    }
+    let nearest = if is_bid { highest } else { lowest };
+    let b = match variant.n_sig_figs() {
+        None => nearest,
+        Some(sig) => bucket(nearest, sig, variant.mantissa(), is_bid),
+    };
+    if is_bid { b >= deepest } else { b <= deepest }
+}
+
 /// Aggregates one side at one of the seven variants.
 pub fn aggregate(
     levels: impl Iterator<Item = L4Level>,

@@ -181,3 +181,118 @@ fn gathered_aggregation_merges_across_a_power_of_ten() {
     aggregate_units(&levels, false, L2Variant::ALL[6], 5, &mut out);
     assert_eq!(out, vec![UnitLevel { px: 10_000, sz: 3, n: 2 }]);
 }
+
+/// One change to a book side in the skip-rule property test: add at a price, or remove,
+/// reduce or move the order picked by the index.
+#[derive(Clone, Debug)]
+enum Change {
+    Add(i64, i64, bool),
+    Remove(usize),
+    Reduce(usize, i64),
+    Move(usize, i64),
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    prop_oneof![
+        (1i64..3_000_000, 1i64..1000, any::<bool>()).prop_map(|(p, s, b)| Change::Add(p, s, b)),
+        any::<usize>().prop_map(Change::Remove),
+        (any::<usize>(), 1i64..1000).prop_map(|(i, s)| Change::Reduce(i, s)),
+        (any::<usize>(), 1i64..3_000_000).prop_map(|(i, p)| Change::Move(i, p)),
+    ]
+}
+
+proptest! {
+    /// `side_may_change` never skips a view whose full recompute differs from its last levels.
+    /// Touched prices are recorded as `Books::apply_block` does: the level of an added,
+    /// reduced or removed order, and both levels of a moved one.
+    #[test]
+    fn skip_rule_never_skips_a_changed_view(
+        raw in prop::collection::vec((1i64..3_000_000, 1i64..1000, any::<bool>()), 0..150),
+        around in prop::sample::select(vec![1i64, 99, 9_999, 99_999, 999_999, 1_000_000]),
+        changes in prop::collection::vec(change(), 1..6),
+        n in 1usize..30,
+    ) {
+        // Half the prices near a power of ten, where bucket widths change; the changes move
+        // near the best levels or near that power of ten too, so they often land in view.
+        let near = |i: usize, px: i64| if i.is_multiple_of(2) { px } else { (around + px % 40 - 20).max(1) };
+        let mut book: L4Book<()> = L4Book::new();
+        for (i, &(px, sz, bid)) in raw.iter().enumerate() {
+            let side = if bid { Side::Buy } else { Side::Sell };
+            book.add(i as u64, side, Price::from_raw(near(i, px)), Qty::from_raw(sz), ()).unwrap();
+        }
+        let mut before = [Vec::new(), Vec::new()];
+        for (i, side) in [Side::Buy, Side::Sell].into_iter().enumerate() {
+            gather(book.levels(side), &mut before[i]);
+        }
+        let mut touched = [(i64::MAX, i64::MIN); 2];
+        let mut touch = |side: Side, px: i64| {
+            let r = &mut touched[usize::from(side != Side::Buy)];
+            *r = (r.0.min(px), r.1.max(px));
+        };
+        let mut next_id = raw.len() as u64;
+        for (k, c) in changes.iter().enumerate() {
+            let ids: Vec<u64> = (0..next_id).filter(|id| book.contains(*id)).collect();
+            let pick = |i: usize| (!ids.is_empty()).then(|| ids[i % ids.len()]);
+            match *c {
+                Change::Add(px, sz, bid) => {
+                    let side = if bid { Side::Buy } else { Side::Sell };
+                    let px = near(k, px);
+                    touch(side, px);
+                    book.add(next_id, side, Price::from_raw(px), Qty::from_raw(sz), ()).unwrap();
+                    next_id += 1;
+                }
+                Change::Remove(i) => if let Some(id) = pick(i) {
+                    let o = book.remove(id).unwrap();
+                    touch(o.side, o.price.raw());
+                },
+                Change::Reduce(i, sz) => if let Some(id) = pick(i) {
+                    let o = book.get(id).unwrap();
+                    let (side, px, qty) = (o.side, o.price.raw(), o.qty.raw());
+                    touch(side, px);
+                    book.reduce(id, Qty::from_raw(sz.min(qty - 1).max(0))).unwrap();
+                },
+                Change::Move(i, px) => if let Some(id) = pick(i) {
+                    let o = book.get(id).unwrap();
+                    let (side, old, qty) = (o.side, o.price.raw(), o.qty.raw());
+                    let px = near(k, px);
+                    touch(side, old);
+                    touch(side, px);
+                    book.modify(id, Price::from_raw(px), Qty::from_raw(qty)).unwrap();
+                },
+            }
+        }
+        let mut after = Vec::new();
+        for (i, side) in [Side::Buy, Side::Sell].into_iter().enumerate() {
+            let is_bid = side == Side::Buy;
+            gather(book.levels(side), &mut after);
+            for variant in L2Variant::ALL {
+                let (mut last, mut now) = (Vec::new(), Vec::new());
+                aggregate_units(&before[i], is_bid, variant, n, &mut last);
+                aggregate_units(&after, is_bid, variant, n, &mut now);
+                let shown = (last.len(), last.last().map_or(0, |l| l.px));
+                if !side_may_change(shown, is_bid, variant, n, touched[i]) {
+                    prop_assert_eq!(&last, &now, "{:?} {:?} touched {:?}", side, variant, touched[i]);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn skip_rule_examples() {
+    let full = L2Variant::ALL[0];
+    // Bids 100, 99, 98 shown (deepest 98).
+    let bids = (3, 98);
+    // Untouched, or touched only below the deepest shown bid: nothing to do.
+    assert!(!side_may_change(bids, true, full, 3, (i64::MAX, i64::MIN)));
+    assert!(!side_may_change(bids, true, full, 3, (50, 97)));
+    // Touched at the deepest shown level, inside, or above the best: recompute.
+    assert!(side_may_change(bids, true, full, 3, (50, 98)));
+    assert!(side_may_change(bids, true, full, 3, (101, 101)));
+    // Fewer levels shown than asked for: any touch may add one.
+    assert!(side_may_change(bids, true, full, 4, (1, 1)));
+    // Asks 101, 102, 103 shown.
+    let asks = (3, 103);
+    assert!(!side_may_change(asks, false, full, 3, (104, 200)));
+    assert!(side_may_change(asks, false, full, 3, (103, 200)));
+}

@@ -88,6 +88,8 @@ pub struct EngineStats {
     pub block_ns: Vec<u64>,
     /// Per block: nanoseconds spent in each of [`PHASES`].
     pub phase_ns: Vec<[u64; 5]>,
+    /// Per block: `l2Book` views aggregated (those the skip rule could not rule out).
+    pub views_aggregated: Vec<u64>,
     /// Height of the last applied block.
     pub height: u64,
     /// Malformed input and apply errors, `file:line: what`.
@@ -132,6 +134,8 @@ pub struct Engine {
     /// their new frames.
     changed: Vec<(usize, usize)>,
     frames: Vec<Bytes>,
+    /// Views aggregated since the last block's stats (the skip rule's effect, for benchmarks).
+    n_aggregated: u64,
 }
 
 /// Decodes a line's events into `out`: first `fast` (hl-node's exact shape, see
@@ -201,6 +205,7 @@ impl Engine {
             sides: [Vec::with_capacity(256), Vec::with_capacity(256)],
             changed: Vec::with_capacity(16),
             frames: Vec::with_capacity(16),
+            n_aggregated: 0,
         }
     }
 
@@ -417,6 +422,7 @@ impl Engine {
         }
         self.publish_l4(height, time, &statuses, &diffs);
         let mut l2_ns = [0u64; 2];
+        self.n_aggregated = 0;
         for &coin in &outcome.changed {
             self.publish_l2(coin, &mut l2_ns);
         }
@@ -431,6 +437,7 @@ impl Engine {
                 let rest = done.duration_since(applied).as_nanos() as u64;
                 let queue = rest.saturating_sub(l2_ns[0] + l2_ns[1]);
                 stats.phase_ns.push([decode, apply, l2_ns[0], l2_ns[1], queue]);
+                stats.views_aggregated.push(self.n_aggregated);
             }
         }
     }
@@ -536,16 +543,30 @@ impl Engine {
         if book.stale {
             return;
         }
-        // 1. L2: both sides gathered once, every subscribed view aggregated from them and
-        // compared with its last frame (a change outside the visible levels sends nothing).
-        crate::l2::gather(book.book.levels(Side::Buy), &mut self.sides[0]);
-        crate::l2::gather(book.book.levels(Side::Sell), &mut self.sides[1]);
+        // 1. L2: a view whose shown levels the block's touched prices cannot reach keeps its
+        // last frame (`l2::side_may_change`); the others are aggregated from both sides,
+        // gathered once, and compared with their last frame (a change outside the visible
+        // levels sends nothing).
+        let touched = self.books.touched(coin).range;
         let spec = self.books.coins.spec(coin);
         self.changed.clear();
+        let mut gathered = false;
         for (pos, key) in keys.keys().enumerate() {
             let at = Self::view_at(&mut self.views, coin, *key, &spec.name);
             let slot = &mut self.views[coin.0 as usize][at];
             let (variant, n) = (L2Variant::ALL[usize::from(key.variant_idx)], usize::from(key.n_levels));
+            if !slot.view.is_fresh()
+                && !crate::l2::side_may_change(slot.view.deepest(0), true, variant, n, touched[0])
+                && !crate::l2::side_may_change(slot.view.deepest(1), false, variant, n, touched[1])
+            {
+                continue;
+            }
+            if !gathered {
+                crate::l2::gather(book.book.levels(Side::Buy), &mut self.sides[0]);
+                crate::l2::gather(book.book.levels(Side::Sell), &mut self.sides[1]);
+                gathered = true;
+            }
+            self.n_aggregated += 1;
             let [bids, asks] = &mut slot.next;
             crate::l2::aggregate_units(&self.sides[0], true, variant, n, bids);
             crate::l2::aggregate_units(&self.sides[1], false, variant, n, asks);
@@ -589,3 +610,6 @@ impl Engine {
         self.subs.n_clients()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -14,16 +14,42 @@ use super::{UnitLevel, Units, write_hl_decimal};
 /// Bytes reserved at a time in the caller's buffer (frames are split off it).
 const CHUNK: usize = 1 << 16;
 
+/// A level of the last frame and where its object starts in that frame. Kept in one list
+/// with the level (the same 24 bytes as a `UnitLevel`, whose padding holds the offset), so the
+/// encoder finds both in the cache lines the "did it change" comparison just read: a separate
+/// list of byte ranges was the encoder's costliest cache miss.
+#[derive(Clone, Copy, Debug, Default)]
+struct Shown {
+    px: i64,
+    sz: i64,
+    n: u32,
+    /// Offset of the level's `{` in `frame`; it ends one byte (a comma) before the next
+    /// level's start, or at the side's end.
+    start: u32,
+}
+
+impl Shown {
+    #[inline]
+    fn same(&self, level: &UnitLevel) -> bool {
+        self.px == level.px && self.sz == level.sz && self.n == level.n
+    }
+
+    fn level(&self) -> UnitLevel {
+        UnitLevel { px: self.px, sz: self.sz, n: self.n }
+    }
+}
+
 /// One `l2Book` view (a coin at one variant and `nLevels`) and the frame last sent for it.
 #[derive(Clone, Debug, Default)]
 pub struct L2View {
     /// `{"channel":"l2Book","data":{"coin":"…","time":` for this coin.
     prefix: Vec<u8>,
-    levels: [Vec<UnitLevel>; 2],
-    /// Byte range of every level's object in `frame`, per side.
-    spans: [Vec<(u32, u32)>; 2],
-    /// The list the next side's spans are written into (swapped with `spans[i]`).
-    spare: Vec<(u32, u32)>,
+    /// The last frame's levels per side, with their byte offsets in `frame`.
+    shown: [Vec<Shown>; 2],
+    /// Offset just past each side's last level object in `frame`.
+    ends: [u32; 2],
+    /// The list the next side's levels are written into (swapped with `shown[i]`).
+    spare: Vec<Shown>,
     frame: Bytes,
     /// No frame was encoded yet (an empty book still gets its first frame).
     fresh: bool,
@@ -37,9 +63,22 @@ impl L2View {
         L2View { prefix, fresh: true, ..L2View::default() }
     }
 
-    /// The levels of the last frame.
-    pub fn levels(&self) -> (&[UnitLevel], &[UnitLevel]) {
-        (&self.levels[0], &self.levels[1])
+    /// The levels of the last frame (a copy, for tests and tools).
+    pub fn levels(&self) -> (Vec<UnitLevel>, Vec<UnitLevel>) {
+        let [bids, asks] = &self.shown;
+        (bids.iter().map(Shown::level).collect(), asks.iter().map(Shown::level).collect())
+    }
+
+    /// How many levels the last frame showed on `side` (0 bids, 1 asks) and the price of the
+    /// deepest of them (0 when none).
+    pub fn deepest(&self, side: usize) -> (usize, i64) {
+        let shown = &self.shown[side];
+        (shown.len(), shown.last().map_or(0, |l| l.px))
+    }
+
+    /// True before the first `encode` (and after `reset`): there is no last frame to keep.
+    pub fn is_fresh(&self) -> bool {
+        self.fresh
     }
 
     /// The last frame (empty before the first `encode`).
@@ -49,17 +88,20 @@ impl L2View {
 
     /// True when `bids`/`asks` are what the last frame showed (nothing to send).
     pub fn unchanged(&self, bids: &[UnitLevel], asks: &[UnitLevel]) -> bool {
-        !self.fresh && self.levels[0] == bids && self.levels[1] == asks
+        let same = |shown: &[Shown], new: &[UnitLevel]| {
+            shown.len() == new.len() && shown.iter().zip(new).all(|(s, l)| s.same(l))
+        };
+        !self.fresh && same(&self.shown[0], bids) && same(&self.shown[1], asks)
     }
 
     /// Forgets the last frame: the next `encode` formats every level and `unchanged` is false.
     pub fn reset(&mut self) {
         self.fresh = true;
         self.frame = Bytes::new();
-        for (levels, spans) in self.levels.iter_mut().zip(&mut self.spans) {
-            levels.clear();
-            spans.clear();
+        for shown in &mut self.shown {
+            shown.clear();
         }
+        self.ends = [0; 2];
     }
 
     /// Encodes the frame for `bids`/`asks` at `time_ms` into `out` and returns it; the view
@@ -80,15 +122,16 @@ impl L2View {
         out.extend_from_slice(&self.prefix);
         out.extend_from_slice(itoa::Buffer::new().format(time_ms).as_bytes());
         out.extend_from_slice(b",\"levels\":[");
+        let mut ends = [0u32; 2];
         for (i, new) in [bids, asks].into_iter().enumerate() {
             if i == 1 {
                 out.extend_from_slice(b",");
             }
             out.extend_from_slice(b"[");
-            let old = &self.levels[i];
-            let old_spans = &self.spans[i];
-            let spans = &mut self.spare;
-            spans.clear();
+            let old = &self.shown[i];
+            let old_end = self.ends[i];
+            let next = &mut self.spare;
+            next.clear();
             let (mut j, mut k) = (0, 0);
             while k < new.len() {
                 if k > 0 {
@@ -98,34 +141,34 @@ impl L2View {
                 while j < old.len() && ranks_before(old[j].px, new[k].px, i == 0) {
                     j += 1;
                 }
-                if self.fresh || old.get(j) != Some(&new[k]) {
-                    let start = out.len();
-                    write_level(out, scratch, units, &new[k]);
-                    spans.push((start as u32, out.len() as u32));
+                let level = &new[k];
+                if self.fresh || !old.get(j).is_some_and(|o| o.same(level)) {
+                    let start = out.len() as u32;
+                    write_level(out, scratch, units, level);
+                    next.push(Shown { px: level.px, sz: level.sz, n: level.n, start });
                     k += 1;
                     continue;
                 }
                 // A run of levels equal to consecutive old ones is one copy of the old frame's
                 // bytes (the commas between them included).
                 let (j0, base) = (j, out.len() as u32);
-                while k + 1 < new.len() && j + 1 < old.len() && old[j + 1] == new[k + 1] {
+                while k + 1 < new.len() && j + 1 < old.len() && old[j + 1].same(&new[k + 1]) {
                     j += 1;
                     k += 1;
                 }
-                let (a, b) = (old_spans[j0].0, old_spans[j].1);
+                let a = old[j0].start;
+                let b = if j + 1 < old.len() { old[j + 1].start - 1 } else { old_end };
                 out.extend_from_slice(&self.frame[a as usize..b as usize]);
-                spans.extend(old_spans[j0..=j].iter().map(|&(x, y)| (x - a + base, y - a + base)));
+                next.extend(old[j0..=j].iter().map(|&o| Shown { start: o.start - a + base, ..o }));
                 j += 1;
                 k += 1;
             }
+            ends[i] = out.len() as u32;
             out.extend_from_slice(b"]");
-            std::mem::swap(&mut self.spans[i], &mut self.spare);
+            std::mem::swap(&mut self.shown[i], &mut self.spare);
         }
         out.extend_from_slice(b"]}}");
-        for (i, side) in [bids, asks].into_iter().enumerate() {
-            self.levels[i].clear();
-            self.levels[i].extend_from_slice(side);
-        }
+        self.ends = ends;
         self.fresh = false;
         self.frame = out.split().freeze();
         self.frame.clone()

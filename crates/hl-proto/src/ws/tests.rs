@@ -220,11 +220,13 @@ fn cached_view_encoder_writes_what_the_plain_writer_writes() {
             continue;
         }
         copied_any |= !view.levels().0.is_empty() && view.levels().0.first() == bids.first();
+        let (n_bids, deepest_bid) = view.deepest(0);
+        assert_eq!((n_bids, view.levels().0.last().map_or(0, |l| l.px)), (view.levels().0.len(), deepest_bid));
         let frame = view.encode(&mut out, &mut scratch, 1_700_000_000_000 + step, units, bids, asks);
         let mut want = Vec::new();
         write_l2_frame(&mut want, "BTC", 1_700_000_000_000 + step, units, bids, asks);
         assert_eq!(std::str::from_utf8(&frame).unwrap(), std::str::from_utf8(&want).unwrap(), "step {step}");
-        assert_eq!(view.levels(), (bids, asks));
+        assert_eq!(view.levels(), (bids.to_vec(), asks.to_vec()));
         frames += 1;
     }
     assert!(copied_any && frames > 300, "the walk exercised copies ({frames} frames)");
