@@ -90,10 +90,22 @@ pub struct EngineStats {
     pub phase_ns: Vec<[u64; 5]>,
     /// Per block: `l2Book` views aggregated (those the skip rule could not rule out).
     pub views_aggregated: Vec<u64>,
+    /// Per block: when it started (both lines in memory), its first `l2Book` frame was queued,
+    /// and its last frame was queued, keyed by the block time (ms), for the end-to-end bench.
+    pub marks: Vec<BlockMarks>,
     /// Height of the last applied block.
     pub height: u64,
     /// Malformed input and apply errors, `file:line: what`.
     pub reports: Vec<String>,
+}
+
+/// Instants of one block's processing (`EngineStats::marks`).
+#[derive(Clone, Copy, Debug)]
+pub struct BlockMarks {
+    pub time_ms: u64,
+    pub started: Instant,
+    pub first_frame: Option<Instant>,
+    pub done: Instant,
 }
 
 /// The stages of a block's processing time, in order (`EngineStats::phase_ns`): decode the
@@ -136,6 +148,8 @@ pub struct Engine {
     frames: Vec<Bytes>,
     /// Views aggregated since the last block's stats (the skip rule's effect, for benchmarks).
     n_aggregated: u64,
+    /// When the block's first `l2Book` frame was queued (timings only).
+    first_frame: Option<Instant>,
 }
 
 /// Decodes a line's events into `out`: first `fast` (hl-node's exact shape, see
@@ -206,6 +220,7 @@ impl Engine {
             changed: Vec::with_capacity(16),
             frames: Vec::with_capacity(16),
             n_aggregated: 0,
+            first_frame: None,
         }
     }
 
@@ -423,6 +438,7 @@ impl Engine {
         self.publish_l4(height, time, &statuses, &diffs);
         let mut l2_ns = [0u64; 2];
         self.n_aggregated = 0;
+        self.first_frame = None;
         for &coin in &outcome.changed {
             self.publish_l2(coin, &mut l2_ns);
         }
@@ -438,6 +454,8 @@ impl Engine {
                 let queue = rest.saturating_sub(l2_ns[0] + l2_ns[1]);
                 stats.phase_ns.push([decode, apply, l2_ns[0], l2_ns[1], queue]);
                 stats.views_aggregated.push(self.n_aggregated);
+                let time_ms = time.as_millis().max(0) as u64;
+                stats.marks.push(BlockMarks { time_ms, started, first_frame: self.first_frame, done });
             }
         }
     }
@@ -586,6 +604,9 @@ impl Engine {
         }
         let encoded = self.record_timings.then(Instant::now);
         // 3. Queue: one shared frame per view for all its subscribers.
+        if self.record_timings && self.first_frame.is_none() && !self.frames.is_empty() {
+            self.first_frame = Some(Instant::now());
+        }
         let mut next = self.changed.iter().zip(self.frames.drain(..)).peekable();
         for (pos, ids) in keys.values().enumerate() {
             let Some((_, frame)) = next.next_if(|((p, _), _)| *p == pos) else { continue };

@@ -17,9 +17,12 @@
 //!   every book, and recompute and encode all seven variants for every coin (OBS's
 //!   `compute_l2_snapshots` over a cloned `OrderBooks`).
 //! * **e2e**: a real server on loopback; a writer thread appends blocks to hourly files every
-//!   `--block-ms`; clients receive `l2Book` frames; latency = start of the block's write →
-//!   frame received, matched by the block time each frame carries. The file-level floor (start
-//!   of the write → both lines read by a notified reader) runs as its own pass afterwards.
+//!   `--block-ms`; clients (each on its own thread and runtime, as separate processes would
+//!   be; `--e2e-shared-runtime` puts them on the server's runtime) receive `l2Book` frames;
+//!   latency = start of the block's write → frame received, matched by the block time each
+//!   frame carries. The server's own marks split it: both lines in the engine, first and last
+//!   frame of the block queued. The file-level floor (start of the write → both lines read by
+//!   a notified reader) runs as its own pass afterwards.
 
 mod baseline;
 mod e2e;
@@ -58,6 +61,10 @@ pub struct Args {
     /// Interval between blocks in the end-to-end run.
     #[arg(long, default_value_t = 50)]
     block_ms: u64,
+    /// Run the end-to-end clients as tasks on the server's runtime (the earlier layout) instead
+    /// of each on its own thread like separate client processes.
+    #[arg(long)]
+    e2e_shared_runtime: bool,
     #[command(flatten)]
     output: Output,
     #[arg(long, default_value_t = 7)]
@@ -149,6 +156,7 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
     let mut ticktrade = Histogram::new();
     let phases: [u64; 5];
     let mut phase_p99 = [0u64; 5];
+    let views_aggregated: f64;
     {
         let stats = stats.lock().map_err(|_| anyhow::anyhow!("stats poisoned"))?;
         anyhow::ensure!(
@@ -168,6 +176,8 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
             }
         }
         phases = sum.map(|s| s / n);
+        let aggregated = stats.views_aggregated.get(warmup as usize..).unwrap_or(&[]);
+        views_aggregated = aggregated.iter().sum::<u64>() as f64 / aggregated.len().max(1) as f64;
         for (i, p99) in phase_p99.iter_mut().enumerate() {
             let mut h = Histogram::new();
             for p in timed {
@@ -207,13 +217,14 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
         "hl block covers: both lines of the block in memory -> every l2Book frame queued (decode, apply to L4, L2 of changed coins x subscribed variants, encode, try_send); not the file read, not the socket writes (connection tasks)\n\
          ticktrade per block, stage mean: {}\n\
          ticktrade per block, stage p99 (each on its own): {}\n\
-         {} coins, {} l2Book subscriptions; per block: {:.0} statuses, {:.0} diffs, {:.0} l2Book frames (ticktrade) vs {} (baseline); e2e: {} blocks every {} ms, {} frames\n",
+         {} coins, {} l2Book subscriptions; per block: {:.0} statuses, {:.0} diffs, {:.0} views aggregated (the others kept by the touched-range rule), {:.0} l2Book frames (ticktrade) vs {} (baseline); e2e: {} blocks every {} ms, {} frames\n",
         stages(phases),
         stages(phase_p99),
         args.coins,
         args.coins * 7,
         per(n_statuses),
         per(n_diffs),
+        views_aggregated,
         per(n_frames),
         args.coins * 7,
         args.e2e_blocks,

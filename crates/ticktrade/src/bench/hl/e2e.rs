@@ -1,6 +1,9 @@
 //! End to end through a real server on loopback: a writer thread appends blocks to the hourly
 //! files every `--block-ms`; a probe client (BTC `l2Book`) and a load client (all seven
-//! variants of every coin) measure start-of-write → frame received. The file-level floor is
+//! variants of every coin) measure start-of-write → frame received. Each client runs on its own
+//! thread and current-thread runtime, as separate client processes (`ticktrade hl stats`) do;
+//! `--e2e-shared-runtime` runs them as tasks on the server's 2-worker runtime instead, where a
+//! frame for the probe waits behind the load client's ~900 KB per block in the same queues. The file-level floor is
 //! measured in the same run: a separate reader woken by its own file notifications, start of
 //! the block's write → both lines the engine needs (statuses, diffs) read back. It runs as its
 //! own pass after the server has stopped (same generator, same cadence), so it neither competes
@@ -131,6 +134,38 @@ where
     (histogram, n)
 }
 
+/// One client on its own thread and current-thread runtime, as a separate client process
+/// (`ticktrade hl stats`) would be: connects, subscribes, reads its initial books (one per
+/// subscription), says it is ready, then measures until the deadline it is given.
+fn client_thread(
+    url: String,
+    subscriptions: Vec<String>,
+    written: Written,
+    ready: std::sync::mpsc::Sender<()>,
+    go: std::sync::mpsc::Receiver<Instant>,
+) -> std::thread::JoinHandle<anyhow::Result<(Histogram, u64)>> {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        runtime.block_on(async move {
+            let (mut ws, _) = tokio_tungstenite::connect_async(&url).await?;
+            for s in &subscriptions {
+                ws.send(Message::Text(s.clone().into())).await?;
+            }
+            let mut initial = 0;
+            while initial < subscriptions.len() {
+                match tokio::time::timeout(Duration::from_secs(30), ws.next()).await {
+                    Ok(Some(Ok(Message::Text(t)))) if t.starts_with("{\"channel\":\"l2Book\"") => initial += 1,
+                    Ok(Some(Ok(_))) => {}
+                    _ => anyhow::bail!("client did not get its initial books"),
+                }
+            }
+            ready.send(()).map_err(|_| anyhow::anyhow!("bench gone"))?;
+            let deadline = go.recv().map_err(|_| anyhow::anyhow!("bench gone"))?;
+            Ok(measure(&mut ws, &written, deadline, 0).await)
+        })
+    })
+}
+
 pub fn run(args: &Args, dir: &Path) -> anyhow::Result<E2e> {
     let mut generator = generator(args);
     let mut writer = GenWriter::new(dir);
@@ -142,35 +177,61 @@ pub fn run(args: &Args, dir: &Path) -> anyhow::Result<E2e> {
         f.seek_height(books.height())?;
         followers.push(f);
     }
-    let engine = Engine::new(EngineConfig::default(), books, followers);
+    let mut engine = Engine::new(EngineConfig::default(), books, followers);
+    // The server's own marks per block (read, first frame queued, all queued), to split the
+    // probe's latency into file, compute and delivery.
+    engine.record_timings(true);
+    let engine_stats = engine.stats();
     let subscriptions = all_subscriptions(&generator);
+    let probe_subscription = r#"{"method":"subscribe","subscription":{"type":"l2Book","coin":"BTC"}}"#.to_owned();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let shared_runtime = args.e2e_shared_runtime;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let docs = MetaDocs { meta: "{}".into(), spot_meta: "{}".into() };
         let server = start(listener, engine, dir, docs, ServeConfig { queue: 1 << 16 })?;
         let url = format!("ws://{}/ws", server.addr);
-        let (mut load, _) = tokio_tungstenite::connect_async(&url).await?;
-        for s in &subscriptions {
-            load.send(Message::Text(s.clone().into())).await?;
-        }
-        let (mut probe, _) = tokio_tungstenite::connect_async(&url).await?;
-        probe
-            .send(Message::Text(r#"{"method":"subscribe","subscription":{"type":"l2Book","coin":"BTC"}}"#.into()))
-            .await?;
-        // Wait until both have their initial books (one per subscription), then write blocks.
-        let mut initial = 0;
-        while initial < subscriptions.len() {
-            match tokio::time::timeout(Duration::from_secs(30), load.next()).await {
-                Ok(Some(Ok(Message::Text(t)))) if t.starts_with("{\"channel\":\"l2Book\"") => initial += 1,
-                Ok(Some(Ok(_))) => {}
-                _ => anyhow::bail!("load client did not get its initial books"),
+        let written: Written = Arc::new(Mutex::new(HashMap::new()));
+        // Clients on their own threads (the default), or, with `--e2e-shared-runtime`, as
+        // tasks on the server's runtime (the layout of the figures before 2026-11-26 05:30).
+        let mut threads = Vec::new();
+        let mut go = Vec::new();
+        let mut shared = None;
+        if shared_runtime {
+            let (mut load, _) = tokio_tungstenite::connect_async(&url).await?;
+            for s in &subscriptions {
+                load.send(Message::Text(s.clone().into())).await?;
+            }
+            let (mut probe, _) = tokio_tungstenite::connect_async(&url).await?;
+            probe.send(Message::Text(probe_subscription.clone().into())).await?;
+            let mut initial = 0;
+            while initial < subscriptions.len() {
+                match tokio::time::timeout(Duration::from_secs(30), load.next()).await {
+                    Ok(Some(Ok(Message::Text(t)))) if t.starts_with("{\"channel\":\"l2Book\"") => initial += 1,
+                    Ok(Some(Ok(_))) => {}
+                    _ => anyhow::bail!("load client did not get its initial books"),
+                }
+            }
+            shared = Some((probe, load));
+        } else {
+            let (ready_tx, ready) = std::sync::mpsc::channel();
+            for subs in [vec![probe_subscription], subscriptions.clone()] {
+                let (go_tx, go_rx) = std::sync::mpsc::channel();
+                threads.push(client_thread(url.clone(), subs, written.clone(), ready_tx.clone(), go_rx));
+                go.push(go_tx);
+            }
+            for _ in 0..threads.len() {
+                tokio::task::block_in_place(|| ready.recv_timeout(Duration::from_secs(60)))
+                    .map_err(|_| anyhow::anyhow!("a client did not get its initial books"))?;
             }
         }
-        let written: Written = Arc::new(Mutex::new(HashMap::new()));
+        // Wait until both have their initial books (one per subscription), then write blocks.
         let w = written.clone();
         let (n_blocks, block_ms) = (args.e2e_blocks, args.block_ms.max(1));
         let deadline = Instant::now() + Duration::from_millis(n_blocks * block_ms) + Duration::from_secs(3);
+        for g in &go {
+            let _ = g.send(deadline);
+        }
         let writer_thread = std::thread::spawn(move || -> std::io::Result<()> {
             let mut next = Instant::now();
             for i in 0..n_blocks {
@@ -186,10 +247,34 @@ pub fn run(args: &Args, dir: &Path) -> anyhow::Result<E2e> {
             }
             Ok(())
         });
-        let (probe_result, load_result) =
-            tokio::join!(measure(&mut probe, &written, deadline, 1), measure(&mut load, &written, deadline, 0));
+        let (probe_result, load_result) = match shared {
+            Some((mut probe, mut load)) => {
+                tokio::join!(measure(&mut probe, &written, deadline, 1), measure(&mut load, &written, deadline, 0))
+            }
+            None => {
+                let mut results = Vec::new();
+                for t in threads {
+                    let joined = tokio::task::block_in_place(|| t.join());
+                    results.push(joined.map_err(|_| anyhow::anyhow!("client thread panicked"))??);
+                }
+                let load = results.pop().unwrap_or_default();
+                (results.pop().unwrap_or_default(), load)
+            }
+        };
         writer_thread.join().map_err(|_| anyhow::anyhow!("writer panicked"))??;
         server.stop();
+        let mut marks = [Histogram::new(), Histogram::new(), Histogram::new()];
+        if let (Ok(stats), Ok(written)) = (engine_stats.lock(), written.lock()) {
+            for m in &stats.marks {
+                let Some(&start) = written.get(&m.time_ms) else { continue };
+                let since = |t: Instant| t.saturating_duration_since(start).as_nanos() as u64;
+                marks[0].record(since(m.started));
+                if let Some(first) = m.first_frame {
+                    marks[1].record(since(first));
+                }
+                marks[2].record(since(m.done));
+            }
+        }
         let floor = floor_pass(args, &dir.join("floor"))?;
         Ok(E2e {
             series: vec![
@@ -202,6 +287,9 @@ pub fn run(args: &Args, dir: &Path) -> anyhow::Result<E2e> {
                     "hl e2e floor: block written -> both lines read (notified reader, own pass)",
                     &floor,
                 ),
+                Series::from_histogram("hl e2e server: block written -> both lines in the engine", &marks[0]),
+                Series::from_histogram("hl e2e server: block written -> first l2Book frame queued", &marks[1]),
+                Series::from_histogram("hl e2e server: block written -> last l2Book frame queued", &marks[2]),
             ],
             n_frames: probe_result.1 + load_result.1,
         })
