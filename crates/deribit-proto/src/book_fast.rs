@@ -36,14 +36,14 @@ pub struct FastBookDecoder {
     /// for the inline runs: the fixed layout is then never tried).
     head_len: u8,
     instrument_len: u8,
-    /// Where the channel name and the instrument name sit in `head`/`instrument`.
-    channel_at: (u8, u8),
-    instrument_at: (u8, u8),
     /// `{"jsonrpc":"2.0","method":"subscription","params":{"channel":"book.NAME.raw","data":{"type":"`
     head: [u8; HEAD_CAP],
     /// `,"instrument_name":"NAME","change_id":`
     instrument: [u8; INSTRUMENT_CAP],
     spec: InstrumentSpec,
+    /// `book.NAME.raw`: the fixed layout's header names are this and the spec's name (the
+    /// frame's bytes were compared with them, so they need no UTF-8 check).
+    channel: String,
 }
 
 /// Room for the inline constant runs: instrument names of up to 64 bytes take the fixed path.
@@ -99,23 +99,18 @@ impl FastBookDecoder {
         let plain = spec.name.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') && spec.name.len() <= 64;
         let (mut head, mut instrument) = ([0u8; HEAD_CAP], [0u8; INSTRUMENT_CAP]);
         let (mut head_len, mut instrument_len) = (0, 0);
-        let (mut channel_at, mut instrument_at) = ((0, 0), (0, 0));
         if plain {
             let mut run = Vec::with_capacity(HEAD_CAP);
             run.extend_from_slice(br#"{"jsonrpc":"2.0","method":"subscription","params":{"channel":""#);
-            let start = run.len();
             run.extend_from_slice(b"book.");
             run.extend_from_slice(spec.name.as_bytes());
             run.extend_from_slice(b".raw");
-            channel_at = (start as u8, run.len() as u8);
             run.extend_from_slice(br#"","data":{"type":""#);
             head[..run.len()].copy_from_slice(&run);
             head_len = run.len() as u8;
             run.clear();
             run.extend_from_slice(br#","instrument_name":""#);
-            let start = run.len();
             run.extend_from_slice(spec.name.as_bytes());
-            instrument_at = (start as u8, run.len() as u8);
             run.extend_from_slice(br#"","change_id":"#);
             instrument[..run.len()].copy_from_slice(&run);
             instrument_len = run.len() as u8;
@@ -126,11 +121,10 @@ impl FastBookDecoder {
             enabled,
             head_len,
             instrument_len,
-            channel_at,
-            instrument_at,
             head,
             instrument,
             spec: spec.clone(),
+            channel: format!("book.{}.raw", spec.name),
         }
     }
 
@@ -159,7 +153,7 @@ impl FastBookDecoder {
 
     /// Decodes a whole notification frame, like `decode_book_units(frame, spec, out)`.
     #[inline]
-    pub fn decode<'a>(&self, frame: &'a [u8], out: &mut Vec<LevelUpdate>) -> Result<BookHeader<'a>, DecodeError> {
+    pub fn decode<'a>(&'a self, frame: &'a [u8], out: &mut Vec<LevelUpdate>) -> Result<BookHeader<'a>, DecodeError> {
         if self.enabled {
             out.clear();
             if let Some(header) = self.fixed(frame, out) {
@@ -178,7 +172,7 @@ impl FastBookDecoder {
     /// `instrument_name`, `change_id`, `bids`, `asks`. One prefix comparison per constant run
     /// instead of a key search; anything else returns `None` and goes to [`Self::fast`].
     #[inline]
-    fn fixed<'a>(&self, frame: &'a [u8], out: &mut Vec<LevelUpdate>) -> Option<BookHeader<'a>> {
+    fn fixed<'a>(&'a self, frame: &'a [u8], out: &mut Vec<LevelUpdate>) -> Option<BookHeader<'a>> {
         if self.head_len == 0 {
             return None;
         }
@@ -199,7 +193,6 @@ impl FastBookDecoder {
             }
             _ => None,
         };
-        let instrument_start = c.pos + usize::from(self.instrument_at.0);
         c.run(self.fixed_instrument())?;
         let change_id = c.u64()?;
         c.lit(br#","bids":["#)?;
@@ -210,12 +203,15 @@ impl FastBookDecoder {
         if c.pos != frame.len() {
             return None;
         }
-        // Both names were compared byte for byte with the spec's (valid UTF-8) name.
-        let channel =
-            std::str::from_utf8(frame.get(usize::from(self.channel_at.0)..usize::from(self.channel_at.1))?).ok()?;
-        let instrument_len = usize::from(self.instrument_at.1 - self.instrument_at.0);
-        let instrument = std::str::from_utf8(frame.get(instrument_start..instrument_start + instrument_len)?).ok()?;
-        Some(BookHeader { channel, instrument, kind, change_id, prev_change_id, timestamp_ms })
+        // Both names were compared byte for byte with these (valid UTF-8) strings.
+        Some(BookHeader {
+            channel: &self.channel,
+            instrument: &self.spec.name,
+            kind,
+            change_id,
+            prev_change_id,
+            timestamp_ms,
+        })
     }
 
     #[cold]

@@ -16,7 +16,8 @@ fn check(spec: &InstrumentSpec, frame: &[u8]) -> Result<(BookHeader<'static>, Ve
     let expected = decode_book_units(frame, spec, &mut want);
     let mut got =
         vec![LevelUpdate { side: Side::Buy, action: Action::New, price: Price::from_raw(9), qty: Qty::from_raw(9) }];
-    let actual = FastBookDecoder::new(spec).decode(frame, &mut got);
+    let decoder = FastBookDecoder::new(spec);
+    let actual = decoder.decode(frame, &mut got);
     assert_eq!(actual, expected, "{}", String::from_utf8_lossy(frame));
     if expected.is_ok() {
         assert_eq!(got, want, "{}", String::from_utf8_lossy(frame));
