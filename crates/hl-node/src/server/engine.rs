@@ -90,6 +90,8 @@ pub struct EngineStats {
     pub phase_ns: Vec<[u64; 5]>,
     /// Per block: `l2Book` views aggregated (those the skip rule could not rule out).
     pub views_aggregated: Vec<u64>,
+    /// Per block: coins whose book changed (their subscribed views are the ones checked).
+    pub coins_changed: Vec<u64>,
     /// Per block: when it started (both lines in memory), its first `l2Book` frame was queued,
     /// and its last frame was queued, keyed by the block time (ms), for the end-to-end bench.
     pub marks: Vec<BlockMarks>,
@@ -454,6 +456,7 @@ impl Engine {
                 let queue = rest.saturating_sub(l2_ns[0] + l2_ns[1]);
                 stats.phase_ns.push([decode, apply, l2_ns[0], l2_ns[1], queue]);
                 stats.views_aggregated.push(self.n_aggregated);
+                stats.coins_changed.push(outcome.changed.len() as u64);
                 let time_ms = time.as_millis().max(0) as u64;
                 stats.marks.push(BlockMarks { time_ms, started, first_frame: self.first_frame, done });
             }

@@ -157,6 +157,7 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
     let phases: [u64; 5];
     let mut phase_p99 = [0u64; 5];
     let views_aggregated: f64;
+    let coins_changed: f64;
     {
         let stats = stats.lock().map_err(|_| anyhow::anyhow!("stats poisoned"))?;
         anyhow::ensure!(
@@ -178,6 +179,8 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
         phases = sum.map(|s| s / n);
         let aggregated = stats.views_aggregated.get(warmup as usize..).unwrap_or(&[]);
         views_aggregated = aggregated.iter().sum::<u64>() as f64 / aggregated.len().max(1) as f64;
+        let changed = stats.coins_changed.get(warmup as usize..).unwrap_or(&[]);
+        coins_changed = changed.iter().sum::<u64>() as f64 / changed.len().max(1) as f64;
         for (i, p99) in phase_p99.iter_mut().enumerate() {
             let mut h = Histogram::new();
             for p in timed {
@@ -217,13 +220,15 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
         "hl block covers: both lines of the block in memory -> every l2Book frame queued (decode, apply to L4, L2 of changed coins x subscribed variants, encode, try_send); not the file read, not the socket writes (connection tasks)\n\
          ticktrade per block, stage mean: {}\n\
          ticktrade per block, stage p99 (each on its own): {}\n\
-         {} coins, {} l2Book subscriptions; per block: {:.0} statuses, {:.0} diffs, {:.0} views aggregated (the others kept by the touched-range rule), {:.0} l2Book frames (ticktrade) vs {} (baseline); e2e: {} blocks every {} ms, {} frames\n",
+         {} coins, {} l2Book subscriptions; per block: {:.0} statuses, {:.0} diffs, {:.1} coins changed ({:.0} views of theirs subscribed), {:.0} views aggregated (the others kept by the touched-range rule), {:.0} l2Book frames (ticktrade) vs {} (baseline); e2e: {} blocks every {} ms, {} frames\n",
         stages(phases),
         stages(phase_p99),
         args.coins,
         args.coins * 7,
         per(n_statuses),
         per(n_diffs),
+        coins_changed,
+        coins_changed * 7.0,
         views_aggregated,
         per(n_frames),
         args.coins * 7,
