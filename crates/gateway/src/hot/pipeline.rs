@@ -100,6 +100,27 @@ pub struct Pipeline<S> {
 /// goes to the caller without a decode attempt.
 const NOTIFICATION_PREFIX: &[u8] = br#"{"jsonrpc":"2.0","method":"subscription""#;
 
+/// Whether `frame` starts with [`NOTIFICATION_PREFIX`]: its words XORed with the constant's
+/// (the last one overlapping), inline, instead of a call into libc's `bcmp`, whose code is one
+/// more run of cold cache lines after each wait in `read` (docs/PERFORMANCE.md §5).
+#[inline(always)]
+fn is_notification(frame: &[u8]) -> bool {
+    const N: usize = NOTIFICATION_PREFIX.len();
+    let Some(head) = frame.get(..N) else { return false };
+    let word = |s: &[u8], at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let mut diff = word(head, N - 8) ^ word(NOTIFICATION_PREFIX, N - 8);
+    let mut at = 0;
+    while at + 8 <= N {
+        diff |= word(head, at) ^ word(NOTIFICATION_PREFIX, at);
+        at += 8;
+    }
+    diff == 0
+}
+
 impl<S: Strategy> Pipeline<S> {
     /// A pipeline for `spec`'s instrument; `max_updates` sizes the decode buffer (a snapshot's
     /// level count), so the first frames do not allocate either.
@@ -174,7 +195,7 @@ impl<S: Strategy> Pipeline<S> {
                 self.book.best_ask(),
             ));
         }
-        if !frame.starts_with(NOTIFICATION_PREFIX) {
+        if !is_notification(frame) {
             self.stats.not_book += 1;
             return Outcome::NotBook;
         }
@@ -183,7 +204,9 @@ impl<S: Strategy> Pipeline<S> {
             Err(error) => return self.malformed(error),
         };
         stamps.t[1] = clock.stamp().0;
-        if header.instrument != self.spec.name {
+        // The fixed-layout decode returns the decoder's own name: equal by address, no compare.
+        let own = std::ptr::eq(header.instrument, self.decoder.spec().name.as_str());
+        if !own && header.instrument != self.spec.name {
             return Outcome::OtherInstrument;
         }
         stamps.exch_ms = header.timestamp_ms;
@@ -255,5 +278,25 @@ impl<S: Strategy> Pipeline<S> {
     fn stale(&mut self, error: ApplyError) -> Outcome {
         self.stats.stale += 1;
         Outcome::Stale(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notification_prefix_check_agrees_with_starts_with() {
+        let full = br#"{"jsonrpc":"2.0","method":"subscription","params":{}}"#;
+        assert!(is_notification(full));
+        for len in 0..full.len() {
+            assert_eq!(is_notification(&full[..len]), full[..len].starts_with(NOTIFICATION_PREFIX), "len {len}");
+        }
+        for at in 0..NOTIFICATION_PREFIX.len() {
+            let mut frame = full.to_vec();
+            frame[at] ^= 0x20;
+            assert!(!is_notification(&frame), "byte {at} changed");
+        }
+        assert!(!is_notification(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#));
     }
 }
