@@ -106,22 +106,34 @@ fn floor_pass(args: &Args, dir: &Path) -> anyhow::Result<Histogram> {
     reader.join().map_err(|_| anyhow::anyhow!("floor reader panicked"))
 }
 
-async fn measure<S>(ws: &mut S, written: &Written, deadline: Instant, expect_initial: usize) -> (Histogram, u64)
-where
-    S: StreamExt<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
-{
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Connects, sends every subscription and reads until it holds one initial `l2Book` per
+/// subscription, so that what `measure` reads next is live.
+async fn subscribed(url: &str, subscriptions: &[String]) -> anyhow::Result<Ws> {
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await?;
+    for s in subscriptions {
+        ws.send(Message::Text(s.clone().into())).await?;
+    }
+    let mut initial = 0;
+    while initial < subscriptions.len() {
+        match tokio::time::timeout(Duration::from_secs(30), ws.next()).await {
+            Ok(Some(Ok(Message::Text(t)))) if t.starts_with("{\"channel\":\"l2Book\"") => initial += 1,
+            Ok(Some(Ok(_))) => {}
+            _ => anyhow::bail!("a client did not get its initial books"),
+        }
+    }
+    Ok(ws)
+}
+
+async fn measure(ws: &mut Ws, written: &Written, deadline: Instant) -> (Histogram, u64) {
     let (mut histogram, mut n) = (Histogram::new(), 0u64);
-    let mut skipped = 0;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let Ok(Some(Ok(msg))) = tokio::time::timeout(left, ws.next()).await else { break };
         let received = Instant::now();
         let Message::Text(text) = msg else { continue };
         if !text.starts_with("{\"channel\":\"l2Book\"") {
-            continue;
-        }
-        if skipped < expect_initial {
-            skipped += 1;
             continue;
         }
         let Some(ms) = frame_time(&text) else { continue };
@@ -147,21 +159,10 @@ fn client_thread(
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         runtime.block_on(async move {
-            let (mut ws, _) = tokio_tungstenite::connect_async(&url).await?;
-            for s in &subscriptions {
-                ws.send(Message::Text(s.clone().into())).await?;
-            }
-            let mut initial = 0;
-            while initial < subscriptions.len() {
-                match tokio::time::timeout(Duration::from_secs(30), ws.next()).await {
-                    Ok(Some(Ok(Message::Text(t)))) if t.starts_with("{\"channel\":\"l2Book\"") => initial += 1,
-                    Ok(Some(Ok(_))) => {}
-                    _ => anyhow::bail!("client did not get its initial books"),
-                }
-            }
+            let mut ws = subscribed(&url, &subscriptions).await?;
             ready.send(()).map_err(|_| anyhow::anyhow!("bench gone"))?;
             let deadline = go.recv().map_err(|_| anyhow::anyhow!("bench gone"))?;
-            Ok(measure(&mut ws, &written, deadline, 0).await)
+            Ok(measure(&mut ws, &written, deadline).await)
         })
     })
 }
@@ -198,20 +199,8 @@ pub fn run(args: &Args, dir: &Path) -> anyhow::Result<E2e> {
         let mut go = Vec::new();
         let mut shared = None;
         if shared_runtime {
-            let (mut load, _) = tokio_tungstenite::connect_async(&url).await?;
-            for s in &subscriptions {
-                load.send(Message::Text(s.clone().into())).await?;
-            }
-            let (mut probe, _) = tokio_tungstenite::connect_async(&url).await?;
-            probe.send(Message::Text(probe_subscription.clone().into())).await?;
-            let mut initial = 0;
-            while initial < subscriptions.len() {
-                match tokio::time::timeout(Duration::from_secs(30), load.next()).await {
-                    Ok(Some(Ok(Message::Text(t)))) if t.starts_with("{\"channel\":\"l2Book\"") => initial += 1,
-                    Ok(Some(Ok(_))) => {}
-                    _ => anyhow::bail!("load client did not get its initial books"),
-                }
-            }
+            let load = subscribed(&url, &subscriptions).await?;
+            let probe = subscribed(&url, std::slice::from_ref(&probe_subscription)).await?;
             shared = Some((probe, load));
         } else {
             let (ready_tx, ready) = std::sync::mpsc::channel();
@@ -249,7 +238,7 @@ pub fn run(args: &Args, dir: &Path) -> anyhow::Result<E2e> {
         });
         let (probe_result, load_result) = match shared {
             Some((mut probe, mut load)) => {
-                tokio::join!(measure(&mut probe, &written, deadline, 1), measure(&mut load, &written, deadline, 0))
+                tokio::join!(measure(&mut probe, &written, deadline), measure(&mut load, &written, deadline))
             }
             None => {
                 let mut results = Vec::new();
