@@ -21,6 +21,7 @@ use ticktrade_hl_node::follow::Follower;
 use ticktrade_hl_node::join::Stream;
 use ticktrade_hl_node::server::engine::{Engine, EngineConfig};
 use ticktrade_hl_node::server::{MetaDocs, ServeConfig, start};
+use ticktrade_hl_node::synth::Generator;
 use ticktrade_hl_node::synth::writer::GenWriter;
 use ticktrade_hl_proto::time::parse_node_time;
 use ticktrade_latency::{Histogram, Series};
@@ -79,6 +80,29 @@ fn file_floor(dir: &Path, written: &Written, until: Instant, ready: std::sync::m
     histogram
 }
 
+/// Appends `n_blocks` blocks, one every `block_ms`, recording in `written` when each block's
+/// write started (keyed by its block time, ms): the writer of both the server run and the floor pass.
+fn write_blocks(
+    generator: &mut Generator,
+    writer: &mut GenWriter,
+    written: &Written,
+    n_blocks: u64,
+    block_ms: u64,
+) -> std::io::Result<()> {
+    let mut next = Instant::now();
+    for i in 0..n_blocks {
+        let time = Utc::from_nanos(T0_NS + 3_600_000_000_000 + (i * block_ms * 1_000_000) as i64);
+        let block = generator.next_block(time);
+        if let Ok(mut map) = written.lock() {
+            map.insert(time.as_millis() as u64, Instant::now());
+        }
+        writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills])?;
+        next += Duration::from_millis(block_ms);
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    Ok(())
+}
+
 /// The floor pass: the writer appends `--e2e-blocks` blocks every `--block-ms` into a fresh
 /// directory while only [`file_floor`] reads them.
 fn floor_pass(args: &Args, dir: &Path) -> anyhow::Result<Histogram> {
@@ -92,17 +116,7 @@ fn floor_pass(args: &Args, dir: &Path) -> anyhow::Result<Histogram> {
     let (ready_tx, ready) = std::sync::mpsc::channel();
     let reader = std::thread::spawn(move || file_floor(&floor_dir, &floor_written, deadline, ready_tx));
     let _ = ready.recv_timeout(Duration::from_secs(5));
-    let mut next = Instant::now();
-    for i in 0..n_blocks {
-        let time = Utc::from_nanos(T0_NS + 3_600_000_000_000 + (i * block_ms * 1_000_000) as i64);
-        let block = generator.next_block(time);
-        if let Ok(mut map) = written.lock() {
-            map.insert(time.as_millis() as u64, Instant::now());
-        }
-        writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills])?;
-        next += Duration::from_millis(block_ms);
-        std::thread::sleep(next.saturating_duration_since(Instant::now()));
-    }
+    write_blocks(&mut generator, &mut writer, &written, n_blocks, block_ms)?;
     reader.join().map_err(|_| anyhow::anyhow!("floor reader panicked"))
 }
 
@@ -214,28 +228,15 @@ pub fn run(args: &Args, dir: &Path) -> anyhow::Result<E2e> {
                     .map_err(|_| anyhow::anyhow!("a client did not get its initial books"))?;
             }
         }
-        // Wait until both have their initial books (one per subscription), then write blocks.
+        // Both clients hold their initial books: start them, then write the blocks.
         let w = written.clone();
         let (n_blocks, block_ms) = (args.e2e_blocks, args.block_ms.max(1));
         let deadline = Instant::now() + Duration::from_millis(n_blocks * block_ms) + Duration::from_secs(3);
         for g in &go {
             let _ = g.send(deadline);
         }
-        let writer_thread = std::thread::spawn(move || -> std::io::Result<()> {
-            let mut next = Instant::now();
-            for i in 0..n_blocks {
-                let time = Utc::from_nanos(T0_NS + 3_600_000_000_000 + (i * block_ms * 1_000_000) as i64);
-                let block = generator.next_block(time);
-                let start = Instant::now();
-                if let Ok(mut map) = w.lock() {
-                    map.insert(time.as_millis() as u64, start);
-                }
-                writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills])?;
-                next += Duration::from_millis(block_ms);
-                std::thread::sleep(next.saturating_duration_since(Instant::now()));
-            }
-            Ok(())
-        });
+        let writer_thread =
+            std::thread::spawn(move || write_blocks(&mut generator, &mut writer, &w, n_blocks, block_ms));
         let (probe_result, load_result) = match shared {
             Some((mut probe, mut load)) => {
                 tokio::join!(measure(&mut probe, &written, deadline), measure(&mut load, &written, deadline))
