@@ -106,10 +106,51 @@ pub struct Books {
     books: Vec<CoinBook>,
     height: u64,
     time: Utc,
-    /// Height at which each coin last changed, to list changed coins without allocation.
-    changed_at: Vec<u64>,
-    /// Per coin, the prices of the levels the block at `changed_at` touched.
+    /// Per coin, the prices of the levels the last block that had diffs for it touched.
     touched: Vec<Touched>,
+}
+
+/// One block's raw diffs grouped by coin, so that each coin can be applied (and then
+/// published) on its own: diffs of different coins are independent (an order belongs to one
+/// coin's book), those of one coin keep the order of the line. Reused from block to block.
+#[derive(Debug, Default)]
+pub struct BlockPlan {
+    /// Statuses that may rest, by oid: index into the block's statuses (the last one wins).
+    resting: FxHashMap<u64, u32>,
+    /// Per group: its coin and the range of `order` that holds its diffs.
+    groups: Vec<(CoinId, u32, u32)>,
+    /// Diff indices, grouped by coin (groups in the order the coins first appear in the
+    /// line), in line order within a group.
+    order: Vec<u32>,
+    /// Per diff of the line, its coin.
+    coin_of: Vec<CoinId>,
+    /// Per coin id, its group in this block (`u32::MAX`: none); all `MAX` between blocks.
+    group_of: Vec<u32>,
+}
+
+impl BlockPlan {
+    /// Coins with diffs in the block.
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// The coin of group `g`.
+    pub fn coin(&self, g: usize) -> CoinId {
+        self.groups[g].0
+    }
+}
+
+/// What applying one coin's diffs of a block did.
+#[derive(Debug, Default)]
+pub struct CoinOutcome {
+    /// At least one diff was applied (the coin's views may have changed).
+    pub changed: bool,
+    /// The diff that could not be applied; the coin is stale from it on.
+    pub error: Option<ApplyError>,
 }
 
 /// The range of level prices (units) a block changed on each side of a coin's book: every
@@ -142,7 +183,7 @@ impl Default for Touched {
 /// Result of applying one block.
 #[derive(Debug, Default)]
 pub struct BlockOutcome {
-    /// Coins whose book changed, in first-change order.
+    /// Coins whose book changed, in the order they first appear in the block's diffs.
     pub changed: Vec<CoinId>,
     /// Coins that became stale in this block, with the reason.
     pub errors: Vec<(CoinId, ApplyError)>,
@@ -165,8 +206,8 @@ impl Books {
         self.books.get(coin.0 as usize)
     }
 
-    /// The level prices the last applied block touched in `coin`'s book (meaningful for the
-    /// coins of that block's `BlockOutcome::changed`).
+    /// The level prices the last applied block touched in `coin`'s book (meaningful once the
+    /// coin's diffs of that block are applied and it changed: `CoinOutcome::changed`).
     pub fn touched(&self, coin: CoinId) -> Touched {
         self.touched.get(coin.0 as usize).copied().unwrap_or(Touched::NONE)
     }
@@ -175,7 +216,6 @@ impl Books {
         let n = coin.0 as usize + 1;
         if self.books.len() < n {
             self.books.resize_with(n, CoinBook::default);
-            self.changed_at.resize(n, 0);
             self.touched.resize(n, Touched::NONE);
         }
     }
@@ -232,7 +272,8 @@ impl Books {
     }
 
     /// Applies block `height` (the caller guarantees order). `statuses` and `diffs` are the
-    /// block's decoded events; events of stale coins are skipped.
+    /// block's decoded events; events of stale coins are skipped. The whole block at once:
+    /// [`Books::plan_block`], then [`Books::apply_coin`] for every coin.
     pub fn apply_block(
         &mut self,
         height: u64,
@@ -240,37 +281,103 @@ impl Books {
         statuses: &[OrderStatus<'_>],
         diffs: &[BookDiff<'_>],
     ) -> BlockOutcome {
+        let mut plan = BlockPlan::default();
+        self.plan_block(height, time, statuses, diffs, &mut plan);
         let mut outcome = BlockOutcome::default();
-        let mut resting: FxHashMap<u64, &OrderStatus<'_>> = FxHashMap::default();
-        resting.reserve(statuses.len());
-        for status in statuses {
-            if status.may_rest() {
-                resting.insert(status.order.oid, status);
+        for g in 0..plan.len() {
+            let coin = plan.coin(g);
+            let applied = self.apply_coin(&plan, g, statuses, diffs);
+            if applied.changed {
+                outcome.changed.push(coin);
+            }
+            if let Some(err) = applied.error {
+                outcome.errors.push((coin, err));
             }
         }
+        outcome
+    }
+
+    /// Starts block `height` (the caller guarantees order): the books now report its height
+    /// and time, and `plan` groups its diffs by coin. Then [`Books::apply_coin`] applies each
+    /// group; a coin's book is at the end of the block once its group is applied, whatever
+    /// the other coins' state.
+    pub fn plan_block(
+        &mut self,
+        height: u64,
+        time: Utc,
+        statuses: &[OrderStatus<'_>],
+        diffs: &[BookDiff<'_>],
+        plan: &mut BlockPlan,
+    ) {
+        plan.resting.clear();
+        plan.resting.reserve(statuses.len());
+        for (i, status) in statuses.iter().enumerate() {
+            if status.may_rest() {
+                plan.resting.insert(status.order.oid, i as u32);
+            }
+        }
+        // Counting sort by coin, stable: count per coin (groups in first-appearance order),
+        // then place each diff at its group's next slot.
+        plan.groups.clear();
+        plan.coin_of.clear();
         for diff in diffs {
             let coin = self.coin_id(&diff.coin);
-            if self.books[coin.0 as usize].stale {
-                continue;
+            plan.coin_of.push(coin);
+            let ci = coin.0 as usize;
+            if plan.group_of.len() <= ci {
+                plan.group_of.resize(ci + 1, u32::MAX);
             }
-            if self.changed_at[coin.0 as usize] != height {
-                self.touched[coin.0 as usize] = Touched::NONE;
+            if plan.group_of[ci] == u32::MAX {
+                plan.group_of[ci] = plan.groups.len() as u32;
+                plan.groups.push((coin, 0, 0));
             }
-            match self.apply_diff(coin, diff, &resting) {
-                Ok(()) => {
-                    if self.changed_at[coin.0 as usize] != height {
-                        self.changed_at[coin.0 as usize] = height;
-                        outcome.changed.push(coin);
-                    }
-                }
-                Err(err) => {
-                    self.mark_stale(coin);
-                    outcome.errors.push((coin, err));
-                }
-            }
+            plan.groups[plan.group_of[ci] as usize].2 += 1;
+        }
+        let mut at = 0;
+        for group in &mut plan.groups {
+            let n = group.2;
+            *group = (group.0, at, at);
+            at += n;
+        }
+        plan.order.clear();
+        plan.order.resize(diffs.len(), 0);
+        for (i, coin) in plan.coin_of.iter().enumerate() {
+            let group = &mut plan.groups[plan.group_of[coin.0 as usize] as usize];
+            plan.order[group.2 as usize] = i as u32;
+            group.2 += 1;
+        }
+        for &(coin, _, _) in &plan.groups {
+            plan.group_of[coin.0 as usize] = u32::MAX;
         }
         self.height = height;
         self.time = time;
+    }
+
+    /// Applies the diffs of group `g` of `plan` (one coin) in line order. A diff that cannot
+    /// be applied marks the coin stale and ends its group.
+    pub fn apply_coin(
+        &mut self,
+        plan: &BlockPlan,
+        g: usize,
+        statuses: &[OrderStatus<'_>],
+        diffs: &[BookDiff<'_>],
+    ) -> CoinOutcome {
+        let (coin, start, end) = plan.groups[g];
+        let mut outcome = CoinOutcome::default();
+        if self.books[coin.0 as usize].stale {
+            return outcome;
+        }
+        self.touched[coin.0 as usize] = Touched::NONE;
+        for &i in &plan.order[start as usize..end as usize] {
+            match self.apply_diff(coin, &diffs[i as usize], statuses, &plan.resting) {
+                Ok(()) => outcome.changed = true,
+                Err(err) => {
+                    self.mark_stale(coin);
+                    outcome.error = Some(err);
+                    break;
+                }
+            }
+        }
         outcome
     }
 
@@ -278,7 +385,8 @@ impl Books {
         &mut self,
         coin: CoinId,
         diff: &BookDiff<'_>,
-        resting: &FxHashMap<u64, &OrderStatus<'_>>,
+        statuses: &[OrderStatus<'_>],
+        resting: &FxHashMap<u64, u32>,
     ) -> Result<(), ApplyError> {
         let spec = self.coins.spec(coin);
         let name = || spec.name.clone();
@@ -289,8 +397,10 @@ impl Books {
         match diff.raw_book_diff {
             RawBookDiff::New { sz } => {
                 let sz = spec.parse_sz(sz).ok_or_else(|| ApplyError::BadNumber { coin: name(), oid: diff.oid })?;
-                let status =
-                    resting.get(&diff.oid).ok_or_else(|| ApplyError::MissingStatus { coin: name(), oid: diff.oid })?;
+                let status = resting
+                    .get(&diff.oid)
+                    .and_then(|&i| statuses.get(i as usize))
+                    .ok_or_else(|| ApplyError::MissingStatus { coin: name(), oid: diff.oid })?;
                 let side_text = diff.side.unwrap_or(status.order.side);
                 let side = match is_bid(side_text) {
                     Some(true) => Side::Buy,

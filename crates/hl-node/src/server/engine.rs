@@ -32,7 +32,7 @@ use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Variant, L2View, Un
 mod requests;
 
 use super::publish::{ClientId, L2Key, Subscribers};
-use crate::books::Books;
+use crate::books::{BlockPlan, Books};
 use crate::coins::CoinId;
 use crate::follow::Follower;
 use crate::join::{Joined, Joiner, Line, Stream};
@@ -85,6 +85,7 @@ pub enum EngineMsg {
 #[derive(Debug, Default)]
 pub struct EngineStats {
     /// Nanoseconds from "both lines of a block are in memory" to "all frames queued".
+    /// Coins are applied and published one at a time (see [`PHASES`]).
     pub block_ns: Vec<u64>,
     /// Per block: nanoseconds spent in each of [`PHASES`].
     pub phase_ns: Vec<[u64; 5]>,
@@ -110,9 +111,12 @@ pub struct BlockMarks {
     pub done: Instant,
 }
 
-/// The stages of a block's processing time, in order (`EngineStats::phase_ns`): decode the
-/// two lines, apply them to the L4 books, aggregate the subscribed L2 views of changed coins
-/// (and compare each with its last frame), encode the views that changed, queue the frames.
+/// The stages of a block's processing time (`EngineStats::phase_ns`): decode the two lines;
+/// apply them to the L4 books (grouping the diffs by coin, then each coin's diffs); aggregate
+/// the subscribed L2 views of changed coins (and compare each with its last frame); encode the
+/// views that changed; queue the frames (`try_send`, the `l4Book` path and the per-coin
+/// overhead: the rest of the block). The block runs coin by coin (apply, l2, encode, queue of
+/// one coin, then the next), so each stage is the sum of its per-coin parts.
 pub const PHASES: [&str; 5] = ["decode", "apply", "l2", "encode", "queue"];
 
 /// One `l2Book` view of a coin: its key, its last frame, and the levels of this block.
@@ -130,6 +134,8 @@ pub struct Engine {
     joiner: Joiner,
     subs: Subscribers,
     lines: Vec<Line>,
+    /// The block's diffs grouped by coin (reused).
+    plan: BlockPlan,
     last_fill_height: u64,
     stats: Arc<Mutex<EngineStats>>,
     record_timings: bool,
@@ -209,6 +215,7 @@ impl Engine {
             joiner: Joiner::new(height),
             subs: Subscribers::default(),
             lines: Vec::new(),
+            plan: BlockPlan::default(),
             last_fill_height: height,
             stats: Arc::new(Mutex::new(EngineStats { height, ..EngineStats::default() })),
             record_timings: false,
@@ -428,35 +435,51 @@ impl Engine {
             }
         }
         let decoded = Instant::now();
-        let outcome = self.books.apply_block(height, time, &statuses, &diffs);
-        let applied = Instant::now();
-        for (coin, err) in &outcome.errors {
-            self.report(format!("{}: {err}; coin stale until the next snapshot", diffs_line.origin));
-            newly_stale.push(*coin);
-        }
+        // Coin by coin: apply its diffs, then publish its views at once, so its frames leave
+        // while the other coins are still to be applied; a coin's frame is only built once
+        // all its diffs of the block are applied (its book is then at the end of the block).
+        let mut plan = std::mem::take(&mut self.plan);
+        self.books.plan_block(height, time, &statuses, &diffs, &mut plan);
+        let timings = self.record_timings;
+        let mut apply_ns = if timings { decoded.elapsed().as_nanos() as u64 } else { 0 };
         for coin in newly_stale {
             self.announce_stale(coin);
         }
-        self.publish_l4(height, time, &statuses, &diffs);
         let mut l2_ns = [0u64; 2];
         self.n_aggregated = 0;
         self.first_frame = None;
-        for &coin in &outcome.changed {
-            self.publish_l2(coin, &mut l2_ns);
+        let mut n_changed = 0u64;
+        for g in 0..plan.len() {
+            let coin = plan.coin(g);
+            let t = timings.then(Instant::now);
+            let applied = self.books.apply_coin(&plan, g, &statuses, &diffs);
+            if let Some(t) = t {
+                apply_ns += t.elapsed().as_nanos() as u64;
+            }
+            n_changed += u64::from(applied.changed);
+            match applied.error {
+                Some(err) => {
+                    self.report(format!("{}: {err}; coin stale until the next snapshot", diffs_line.origin));
+                    self.announce_stale(coin);
+                }
+                None if applied.changed => self.publish_l2(coin, &mut l2_ns),
+                None => {}
+            }
         }
+        self.plan = plan;
+        self.publish_l4(height, time, &statuses, &diffs);
         if let Ok(mut stats) = self.stats.lock() {
             stats.height = height;
-            if self.record_timings {
+            if timings {
                 let done = Instant::now();
-                stats.block_ns.push(done.duration_since(started).as_nanos() as u64);
-                let [decode, apply] =
-                    [decoded.duration_since(started), applied.duration_since(decoded)].map(|d| d.as_nanos() as u64);
-                // L4 frames and the per-coin overhead outside the three L2 stages count as queueing.
-                let rest = done.duration_since(applied).as_nanos() as u64;
-                let queue = rest.saturating_sub(l2_ns[0] + l2_ns[1]);
-                stats.phase_ns.push([decode, apply, l2_ns[0], l2_ns[1], queue]);
+                let total = done.duration_since(started).as_nanos() as u64;
+                let decode = decoded.duration_since(started).as_nanos() as u64;
+                // L4 frames and the per-coin overhead outside the other stages count as queueing.
+                let queue = total.saturating_sub(decode + apply_ns + l2_ns[0] + l2_ns[1]);
+                stats.block_ns.push(total);
+                stats.phase_ns.push([decode, apply_ns, l2_ns[0], l2_ns[1], queue]);
                 stats.views_aggregated.push(self.n_aggregated);
-                stats.coins_changed.push(outcome.changed.len() as u64);
+                stats.coins_changed.push(n_changed);
                 let time_ms = time.as_millis().max(0) as u64;
                 stats.marks.push(BlockMarks { time_ms, started, first_frame: self.first_frame, done });
             }
