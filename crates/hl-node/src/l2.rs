@@ -154,6 +154,24 @@ pub fn aggregate_units(
     }
 }
 
+/// Whether `variant` buckets every price of `full` (one side's levels at full precision, the
+/// first `n_levels` of the book: what the full-precision view of the same `nLevels` shows) to
+/// itself. Then the side at `variant` and the same `nLevels` is exactly `full`, level for level:
+/// bucketing is monotone, so each of these levels is its own bucket, every deeper level buckets
+/// strictly deeper than the last of them (a bid rounds down below it, an ask up above it), and
+/// there is no level between them. Hyperliquid prices have at most five significant figures,
+/// so `nSigFigs: 5` usually keeps every level and its frame can be the full one's.
+///
+/// A price is its own bucket when its width divides it (rounding up or down then moves
+/// nothing), so the side does not matter.
+pub fn keeps_levels(full: &[UnitLevel], variant: L2Variant) -> bool {
+    let Some(sig) = variant.n_sig_figs() else { return true };
+    let mantissa = variant.mantissa();
+    // With mantissa 1, a price below 10^sig has a width of one unit: no division needed.
+    let below = POW10[sig.min(18) as usize];
+    full.iter().all(|l| (mantissa == 1 && l.px < below) || bucket(l.px, sig, mantissa, true) == l.px)
+}
+
 /// Whether one side of a view can differ from what it last sent (`shown` = how many levels,
 /// and the deepest one's price; at `variant` and `n_levels`) after a block that touched the
 /// levels at prices `touched` (`(lowest, highest)`, units; `lowest > highest` = untouched).

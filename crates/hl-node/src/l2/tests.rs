@@ -296,3 +296,49 @@ fn skip_rule_examples() {
     assert!(!side_may_change(asks, false, full, 3, (104, 200)));
     assert!(side_may_change(asks, false, full, 3, (103, 200)));
 }
+
+proptest! {
+    #[test]
+    fn kept_levels_are_the_variant_view(
+        raw in prop::collection::vec((1i64..3_000_000, 1i64..1000), 0..120),
+        around in prop::sample::select(vec![9i64, 99, 999, 9_999, 99_999, 999_999, 1_000_000, 100_000]),
+        step in prop::sample::select(vec![1i64, 2, 5, 10, 100]),
+        n in 0usize..30,
+        is_bid in any::<bool>(),
+    ) {
+        // Prices on a grid (so variants often keep every level) around a power of ten, where
+        // widths change, and spread out.
+        let mut book: L4Book<()> = L4Book::new();
+        let side = if is_bid { Side::Buy } else { Side::Sell };
+        for (i, &(px, sz)) in raw.iter().enumerate() {
+            let px = if i % 3 == 0 { px } else { ((around + px % 60 - 30).max(1) / step).max(1) * step };
+            book.add(i as u64, side, Price::from_raw(px), Qty::from_raw(sz), ()).unwrap();
+        }
+        let mut gathered = Vec::new();
+        gather(book.levels(side), &mut gathered);
+        let mut full = Vec::new();
+        aggregate_units(&gathered, is_bid, L2Variant::Full, n, &mut full);
+        for variant in L2Variant::ALL {
+            let mut own = Vec::new();
+            aggregate_units(&gathered, is_bid, variant, n, &mut own);
+            if keeps_levels(&full, variant) {
+                prop_assert_eq!(&own, &full, "{:?}", variant);
+            }
+        }
+    }
+}
+
+#[test]
+fn five_significant_figures_keep_hyperliquid_prices() {
+    // Prices of at most five significant figures (what Hyperliquid allows) are kept at
+    // nSigFigs 5; one with six is not, nor is an odd price at mantissa 2.
+    let levels = |pxs: &[i64]| pxs.iter().map(|&px| UnitLevel { px, sz: 1, n: 1 }).collect::<Vec<_>>();
+    let sig5 = L2Variant::Sig5 { mantissa: 1 };
+    assert!(keeps_levels(&levels(&[99_999, 99_998, 12_345, 7, 1_234_500, 100_000]), sig5));
+    assert!(!keeps_levels(&levels(&[99_999, 100_001]), sig5));
+    assert!(!keeps_levels(&levels(&[12_345]), L2Variant::Sig5 { mantissa: 2 }));
+    assert!(keeps_levels(&levels(&[12_344, 1_234]), L2Variant::Sig5 { mantissa: 2 }));
+    assert!(keeps_levels(&levels(&[12_000, 99]), L2Variant::Sig2));
+    assert!(!keeps_levels(&levels(&[12_100]), L2Variant::Sig2));
+    assert!(keeps_levels(&levels(&[]), L2Variant::Sig2));
+}

@@ -11,6 +11,12 @@ use bytes::{Bytes, BytesMut};
 
 use super::{UnitLevel, Units, write_hl_decimal};
 
+thread_local! {
+    /// The list a side's new levels are written into before the view's own list copies them:
+    /// one list per thread stays in cache, where a spare list per view was a cold write.
+    static SPARE: std::cell::RefCell<Vec<Shown>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Bytes reserved at a time in the caller's buffer (frames are split off it).
 const CHUNK: usize = 1 << 16;
 
@@ -46,10 +52,12 @@ pub struct L2View {
     prefix: Vec<u8>,
     /// The last frame's levels per side, with their byte offsets in `frame`.
     shown: [Vec<Shown>; 2],
+    /// Per side: how many levels the last frame showed and the deepest one's price, kept
+    /// inline (a copy of `shown`'s length and last price) so the engine's skip check reads no
+    /// heap: that load was the l2 stage's costliest cache miss.
+    deep: [(u32, i64); 2],
     /// Offset just past each side's last level object in `frame`.
     ends: [u32; 2],
-    /// The list the next side's levels are written into (swapped with `shown[i]`).
-    spare: Vec<Shown>,
     frame: Bytes,
     /// No frame was encoded yet (an empty book still gets its first frame).
     fresh: bool,
@@ -72,8 +80,8 @@ impl L2View {
     /// How many levels the last frame showed on `side` (0 bids, 1 asks) and the price of the
     /// deepest of them (0 when none).
     pub fn deepest(&self, side: usize) -> (usize, i64) {
-        let shown = &self.shown[side];
-        (shown.len(), shown.last().map_or(0, |l| l.px))
+        let (n, px) = self.deep[side];
+        (n as usize, px)
     }
 
     /// True before the first `encode` (and after `reset`): there is no last frame to keep.
@@ -102,6 +110,24 @@ impl L2View {
             shown.clear();
         }
         self.ends = [0; 2];
+        self.deep = [(0, 0); 2];
+    }
+
+    /// Takes `other`'s last frame as this view's own and returns it: for a view of the same
+    /// coin whose levels are `other`'s this block (e.g. `nSigFigs: 5`, which keeps every level
+    /// of prices with at most five significant figures, beside the full-precision view), so
+    /// the frame is shared instead of encoded again. Later `encode`s copy from it as usual.
+    pub fn share(&mut self, other: &L2View) -> Bytes {
+        debug_assert_eq!(self.prefix, other.prefix, "a view shares only its own coin's frames");
+        for (mine, theirs) in self.shown.iter_mut().zip(&other.shown) {
+            mine.clear();
+            mine.extend_from_slice(theirs);
+        }
+        self.deep = other.deep;
+        self.ends = other.ends;
+        self.fresh = other.fresh;
+        self.frame = other.frame.clone();
+        self.frame.clone()
     }
 
     /// Encodes the frame for `bids`/`asks` at `time_ms` into `out` and returns it; the view
@@ -123,6 +149,8 @@ impl L2View {
         out.extend_from_slice(itoa::Buffer::new().format(time_ms).as_bytes());
         out.extend_from_slice(b",\"levels\":[");
         let mut ends = [0u32; 2];
+        // The thread's spare list (taken out and put back: no allocation once it has grown).
+        let mut next = SPARE.take();
         for (i, new) in [bids, asks].into_iter().enumerate() {
             if i == 1 {
                 out.extend_from_slice(b",");
@@ -130,7 +158,6 @@ impl L2View {
             out.extend_from_slice(b"[");
             let old = &self.shown[i];
             let old_end = self.ends[i];
-            let next = &mut self.spare;
             next.clear();
             let (mut j, mut k) = (0, 0);
             while k < new.len() {
@@ -165,8 +192,14 @@ impl L2View {
             }
             ends[i] = out.len() as u32;
             out.extend_from_slice(b"]");
-            std::mem::swap(&mut self.shown[i], &mut self.spare);
+            // The new list was built in the thread's hot spare list; the view's own list (just
+            // read, so in cache) takes a copy.
+            let shown = &mut self.shown[i];
+            shown.clear();
+            shown.extend_from_slice(&next);
+            self.deep[i] = (next.len() as u32, next.last().map_or(0, |l| l.px));
         }
+        SPARE.set(next);
         out.extend_from_slice(b"]}}");
         self.ends = ends;
         self.fresh = false;
@@ -180,9 +213,67 @@ fn ranks_before(old_px: i64, px: i64, bid: bool) -> bool {
     if bid { old_px > px } else { old_px < px }
 }
 
-/// One level object `{"px":"…","sz":"…","n":…}`.
+/// Longest level object [`write_level`] builds on the stack: two decimals of at most 22 bytes
+/// (sign, 19 digits, point, a zero) when the scale is at most 18, a `u32`, the keys.
+const LEVEL_MAX: usize = 96;
+/// Scales above this take the general writer.
+const MAX_FAST_SCALE: u8 = 18;
+
+/// One level object `{"px":"…","sz":"…","n":…}`, built on the stack and appended in one copy
+/// (units of `10^-k`, every coin's, with `k <= 18`); other units take [`write_hl_decimal`].
 #[inline]
 fn write_level(out: &mut BytesMut, scratch: &mut Vec<u8>, units: Units, level: &UnitLevel) {
+    let fast = |unit: super::Decimal| unit.mantissa() == 1 && unit.scale() <= MAX_FAST_SCALE;
+    if !(fast(units.px) && fast(units.sz)) {
+        return write_level_general(out, scratch, units, level);
+    }
+    let mut buf = [0u8; LEVEL_MAX];
+    let mut at = put(&mut buf, 0, b"{\"px\":\"");
+    at = put_decimal(&mut buf, at, level.px, units.px.scale());
+    at = put(&mut buf, at, b"\",\"sz\":\"");
+    at = put_decimal(&mut buf, at, level.sz, units.sz.scale());
+    at = put(&mut buf, at, b"\",\"n\":");
+    at = put(&mut buf, at, itoa::Buffer::new().format(level.n).as_bytes());
+    at = put(&mut buf, at, b"}");
+    out.extend_from_slice(&buf[..at]);
+}
+
+#[inline(always)]
+fn put(buf: &mut [u8; LEVEL_MAX], at: usize, bytes: &[u8]) -> usize {
+    buf[at..at + bytes.len()].copy_from_slice(bytes);
+    at + bytes.len()
+}
+
+/// `units` of `10^-scale` (`scale <= 18`) as [`write_hl_decimal`] writes them, into `buf` at
+/// `at`; returns the end.
+#[inline]
+fn put_decimal(buf: &mut [u8; LEVEL_MAX], mut at: usize, units: i64, scale: u8) -> usize {
+    if units < 0 {
+        at = put(buf, at, b"-");
+    }
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(units.unsigned_abs()).as_bytes();
+    let k = usize::from(scale);
+    let (int, frac): (&[u8], &[u8]) = if digits.len() > k { digits.split_at(digits.len() - k) } else { (b"0", digits) };
+    at = put(buf, at, int);
+    let mut frac_end = frac.len();
+    while frac_end > 0 && frac[frac_end - 1] == b'0' {
+        frac_end -= 1;
+    }
+    if frac_end == 0 {
+        return put(buf, at, b".0");
+    }
+    at = put(buf, at, b".");
+    // Leading zeros of a fraction shorter than the scale (0.00153 with k = 5 has digits 153).
+    for _ in digits.len()..k {
+        at = put(buf, at, b"0");
+    }
+    put(buf, at, &frac[..frac_end])
+}
+
+/// [`write_level`] for any units.
+#[cold]
+fn write_level_general(out: &mut BytesMut, scratch: &mut Vec<u8>, units: Units, level: &UnitLevel) {
     out.extend_from_slice(b"{\"px\":\"");
     scratch.clear();
     write_hl_decimal(level.px, units.px, scratch);
@@ -194,4 +285,11 @@ fn write_level(out: &mut BytesMut, scratch: &mut Vec<u8>, units: Units, level: &
     out.extend_from_slice(b"\",\"n\":");
     out.extend_from_slice(itoa::Buffer::new().format(level.n).as_bytes());
     out.extend_from_slice(b"}");
+}
+
+#[cfg(test)]
+pub(super) fn level_text(units: Units, level: &UnitLevel) -> String {
+    let (mut out, mut scratch) = (BytesMut::new(), Vec::new());
+    write_level(&mut out, &mut scratch, units, level);
+    String::from_utf8(out.to_vec()).unwrap_or_default()
 }

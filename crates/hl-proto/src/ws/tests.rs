@@ -233,3 +233,57 @@ fn cached_view_encoder_writes_what_the_plain_writer_writes() {
     let empty = L2View::new("X");
     assert!(!empty.unchanged(&[], &[]), "a new view always sends its first frame");
 }
+
+#[test]
+fn stack_level_writer_writes_what_the_plain_writer_writes() {
+    // Every scale a `Decimal` has (0..=18), around the point and the digit counts, signs,
+    // zeros, the extremes; against `write_l2_frame`'s per-number writer.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut values = vec![0i64, 1, -1, 9, 10, 99, 100, 101, 1_000, 153, 100_000, 764_500, i64::MAX, i64::MIN + 1];
+    for _ in 0..300 {
+        let v = (next() >> (next() % 63)) as i64;
+        values.extend([v, -v, v - v % 1_000]);
+    }
+    for scale in 0..=18u8 {
+        for pair in values.windows(2) {
+            let units = Units { px: Decimal::new(1, scale).unwrap(), sz: Decimal::new(1, 18 - scale).unwrap() };
+            let level = UnitLevel { px: pair[0], sz: pair[1], n: (next() % 5_000) as u32 };
+            let mut want = Vec::new();
+            write_l2_frame(&mut want, "X", 0, units, &[level], &[]);
+            let text = super::l2frame::level_text(units, &level);
+            let want = String::from_utf8(want).unwrap();
+            assert!(want.contains(&format!("[[{text}],[]]")), "{want} vs {text} (scale {scale})");
+        }
+    }
+    let odd = Units { px: Decimal::new(5, 1).unwrap(), sz: Decimal::new(1, 0).unwrap() };
+    let text = super::l2frame::level_text(odd, &UnitLevel { px: 3, sz: 2, n: 1 });
+    assert_eq!(text, r#"{"px":"1.5","sz":"2.0","n":1}"#);
+}
+
+#[test]
+fn a_shared_frame_is_the_other_views_and_later_frames_still_encode_right() {
+    let units = Units { px: Decimal::new(1, 1).unwrap(), sz: Decimal::new(1, 3).unwrap() };
+    let level = |px: i64, sz: i64| UnitLevel { px, sz, n: 1 };
+    let (mut out, mut scratch) = (bytes::BytesMut::new(), Vec::new());
+    let (mut full, mut sig5) = (L2View::new("ETH"), L2View::new("ETH"));
+    let bids = [level(30_000, 5), level(29_990, 7), level(29_980, 1)];
+    let asks = [level(30_010, 2), level(30_020, 9)];
+    let frame = full.encode(&mut out, &mut scratch, 7, units, &bids, &asks);
+    let shared = sig5.share(&full);
+    assert_eq!(shared, frame);
+    assert!(sig5.unchanged(&bids, &asks) && !sig5.is_fresh());
+    assert_eq!((sig5.levels(), sig5.deepest(0), sig5.deepest(1)), (full.levels(), (3, 29_980), (2, 30_020)));
+    // The next frame of the sharing view copies its unchanged levels from the shared bytes.
+    let bids = [level(30_000, 5), level(29_990, 8), level(29_980, 1)];
+    let next = sig5.encode(&mut out, &mut scratch, 8, units, &bids, &asks);
+    let mut want = Vec::new();
+    write_l2_frame(&mut want, "ETH", 8, units, &bids, &asks);
+    assert_eq!(std::str::from_utf8(&next).unwrap(), std::str::from_utf8(&want).unwrap());
+    assert_eq!(full.frame(), &frame, "the other view keeps its frame");
+}
