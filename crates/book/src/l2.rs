@@ -161,6 +161,7 @@ impl L2Book {
     /// Applies one delta. `prev_change_id` must equal the last applied `change_id`;
     /// otherwise the book becomes stale and `Err(Gap)` is returned. While stale, every delta
     /// is ignored with `Err(Stale)` until `apply_snapshot`.
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     pub fn apply_change(
         &mut self,
         change_id: u64,

@@ -153,6 +153,7 @@ impl FastBookDecoder {
 
     /// Decodes a whole notification frame, like `decode_book_units(frame, spec, out)`.
     #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     pub fn decode<'a>(&'a self, frame: &'a [u8], out: &mut Vec<LevelUpdate>) -> Result<BookHeader<'a>, DecodeError> {
         if self.enabled {
             out.clear();
@@ -280,6 +281,7 @@ impl FastBookDecoder {
     /// copy of its code serves both sides and both paths (live, after a wait in `read`, each
     /// distinct line of code is a cache miss, docs/PERFORMANCE.md §5).
     #[inline(never)]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     fn entries(&self, c: &mut Cursor<'_>, side: Side, out: &mut Vec<LevelUpdate>) -> Option<()> {
         if c.eat(b"]") {
             return Some(());
@@ -400,6 +402,7 @@ impl<'a> Cursor<'a> {
 
     /// Not inlined: one copy serves every integer of the fixed layout (see [`FastBookDecoder::entries`]).
     #[inline(never)]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     fn u64(&mut self) -> Option<u64> {
         self.digits().map(|(v, _)| v)
     }
@@ -409,6 +412,7 @@ impl<'a> Cursor<'a> {
     /// seven characters (`64250.5`, `1200.0`, `30`) are read from one word ([`Self::short`]).
     /// Not inlined: one copy serves prices and amounts (see [`FastBookDecoder::entries`]).
     #[inline(never)]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     fn units(&mut self, unit: Units) -> Option<i64> {
         match self.short() {
             Some((mantissa, scale, len)) => {

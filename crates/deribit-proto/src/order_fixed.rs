@@ -117,6 +117,7 @@ impl FixedOrderEncoder {
     /// [`ENCODE_ROOM`] bytes from `at` or a price or amount overflows `i64` in the
     /// instrument's units; the caller then uses [`OrderEncoder`], which prints those exactly.
     #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     pub fn encode_into(&self, out: &mut [u8], at: usize, id: u64, order: &LimitOrder) -> Option<usize> {
         let qty = order.qty.raw().checked_mul(self.qty_mantissa)?;
         let price = order.price.raw().checked_mul(self.tick_mantissa)?;
@@ -187,6 +188,7 @@ const E16: u64 = E8 * E8;
 
 /// `v` in decimal, as `itoa` prints it.
 #[inline]
+#[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
 fn put_u64(out: &mut [u8], p: usize, v: u64) -> Option<usize> {
     if v < E8 {
         return put_trimmed8(out, p, v as u32);
@@ -212,6 +214,7 @@ fn put_i64(out: &mut [u8], mut p: usize, v: i64) -> Option<usize> {
 /// `mantissa / 10^scale` as the shortest exact decimal, like `order::write_fixed`
 /// (`pow` = 10^scale, scale ≤ 18).
 #[inline]
+#[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
 fn put_fixed(out: &mut [u8], p: usize, mantissa: i64, scale: u8, pow: u64) -> Option<usize> {
     let mut p = p;
     if mantissa < 0 {

@@ -70,6 +70,7 @@ impl Ladder {
 
     /// Sets the level at `price` to `qty`; `qty <= 0` removes it.
     #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     pub(crate) fn set(&mut self, price: i64, qty: i64) {
         if qty <= 0 {
             self.remove(price);
@@ -107,6 +108,7 @@ impl Ladder {
     }
 
     #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     pub(crate) fn remove(&mut self, price: i64) {
         let Some(i) = self.index_of(price) else {
             self.sparse.remove(&price);

@@ -128,6 +128,7 @@ impl<S: Strategy> HotLoop<S> {
     }
 
     /// Runs until the peer closes. Pins the thread first if asked.
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     pub fn run(&mut self) -> Result<(LoopReport, Exit), HotError> {
         let mut report = LoopReport::default();
         if let Some(index) = self.config.pin_core {

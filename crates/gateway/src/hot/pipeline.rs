@@ -178,6 +178,7 @@ impl<S: Strategy> Pipeline<S> {
     /// Processes one complete text frame read at `stamps.t[0]`. On `Outcome::Order` the order
     /// frame is [`Self::order_frame`] and t1…t4 are stamped.
     #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     pub fn on_frame<C: StageClock>(
         &mut self,
         frame: &[u8],

@@ -232,6 +232,7 @@ impl WsReader {
 
     /// The next complete message already in the buffer, or `Ok(None)`: then call [`Self::fill`].
     #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     pub fn next_message(&mut self) -> Result<Option<Message<'_>>, WsError> {
         match self.pending.take() {
             Some(Pending::Buffer(end)) => self.start = end,
@@ -301,6 +302,7 @@ impl WsReader {
     /// Reads once from `src` into the buffer (blocking or not, as `src` is set up). Returns the
     /// bytes read; `WouldBlock` is passed through for busy-polling callers.
     #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     pub fn fill(&mut self, src: &mut impl Read) -> Result<usize, WsError> {
         self.make_room();
         match src.read(&mut self.buf[self.end..]) {
