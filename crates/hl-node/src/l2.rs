@@ -125,33 +125,37 @@ pub fn aggregate_units(
         out.extend_from_slice(&levels[..levels.len().min(n_levels)]);
         return;
     };
+    if n_levels == 0 {
+        return;
+    }
     let mantissa = variant.mantissa();
-    // Prices in `lo..=hi` belong to the last bucket pushed (empty range before the first).
-    let (mut lo, mut hi) = (1, 0);
-    for level in levels {
+    let Some((first, rest)) = levels.split_first() else { return };
+    // The bucket being summed is kept in registers and written once when the next one starts
+    // (summing into `out`'s last element made every level wait on a store to that element,
+    // the loop's largest cost in perf): prices in `lo..=hi` belong to it.
+    let (mut px, mut lo, mut hi) = bucket_range(first.px, sig, mantissa, is_bid);
+    let (mut sz, mut n) = (first.sz, first.n);
+    for level in rest {
         if level.px >= lo && level.px <= hi {
-            if let Some(last) = out.last_mut() {
-                last.sz += level.sz;
-                last.n += level.n;
-            }
+            sz += level.sz;
+            n += level.n;
             continue;
         }
-        let (px, a, b) = bucket_range(level.px, sig, mantissa, is_bid);
-        (lo, hi) = (a, b);
-        match out.last_mut() {
-            // An ask just below a power of ten rounds up to the next bucket's price.
-            Some(last) if last.px == px => {
-                last.sz += level.sz;
-                last.n += level.n;
-            }
-            _ => {
-                if out.len() >= n_levels {
-                    return;
-                }
-                out.push(UnitLevel { px, sz: level.sz, n: level.n });
-            }
+        let (b, a, c) = bucket_range(level.px, sig, mantissa, is_bid);
+        (lo, hi) = (a, c);
+        // An ask just below a power of ten rounds up to the bucket being summed.
+        if b == px {
+            sz += level.sz;
+            n += level.n;
+            continue;
         }
+        out.push(UnitLevel { px, sz, n });
+        if out.len() >= n_levels {
+            return;
+        }
+        (px, sz, n) = (b, level.sz, level.n);
     }
+    out.push(UnitLevel { px, sz, n });
 }
 
 /// Whether `variant` buckets every price of `full` (one side's levels at full precision, the
