@@ -63,3 +63,40 @@ fn seek_height_picks_the_file_holding_the_next_block() {
     assert_eq!(texts(&out), vec!["{\"block_number\":6}"]);
     assert_eq!(out[0].origin.line, 2);
 }
+
+#[test]
+fn find_newline_finds_the_first_newline_at_every_position() {
+    for len in [0usize, 1, 63, 64, 65, 127, 128, 200] {
+        assert_eq!(find_newline(&vec![b'x'; len]), None, "len {len}");
+        for at in 0..len {
+            let mut bytes = vec![b'x'; len];
+            bytes[at] = b'\n';
+            if at + 3 < len {
+                bytes[at + 3] = b'\n';
+            }
+            assert_eq!(find_newline(&bytes), Some(at), "len {len} at {at}");
+        }
+    }
+}
+
+#[test]
+fn long_lines_written_in_pieces_come_out_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut f = Follower::new(dir, Stream::Diffs);
+    let mut out = Vec::new();
+    let long: String = (0..300_000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    let line = format!("{{\"block_number\":1,\"x\":\"{long}\"}}");
+    let (a, b) = line.split_at(100_001);
+    append(dir, (20260430, 23), a);
+    f.poll_current(&mut out).unwrap();
+    assert!(out.is_empty());
+    append(dir, (20260430, 23), &format!("{b}\n{{\"block_number\":2}}\n{{\"block_"));
+    f.poll_current(&mut out).unwrap();
+    assert_eq!(texts(&out), vec![line.as_str(), "{\"block_number\":2}"]);
+    append(dir, (20260430, 23), "number\":3}\n");
+    out.clear();
+    f.poll_current(&mut out).unwrap();
+    assert_eq!(texts(&out), vec!["{\"block_number\":3}"]);
+    assert_eq!(out[0].origin.line, 3);
+}

@@ -106,6 +106,9 @@ pub struct EngineStats {
 #[derive(Clone, Copy, Debug)]
 pub struct BlockMarks {
     pub time_ms: u64,
+    /// Per line (statuses, diffs): when the engine woke for the pass that read it, and when
+    /// it had read it.
+    pub lines: [(Instant, Instant); 2],
     pub started: Instant,
     pub first_frame: Option<Instant>,
     pub done: Instant,
@@ -158,6 +161,11 @@ pub struct Engine {
     n_aggregated: u64,
     /// When the block's first `l2Book` frame was queued (timings only).
     first_frame: Option<Instant>,
+    /// When the engine last woke (timings only).
+    woken: Instant,
+    /// Per stream (statuses, diffs): the height of the last line read, the wake before it and
+    /// when it was read (timings only).
+    read_at: [(u64, Instant, Instant); 2],
 }
 
 /// Decodes a line's events into `out`: first `fast` (hl-node's exact shape, see
@@ -230,6 +238,8 @@ impl Engine {
             frames: Vec::with_capacity(16),
             n_aggregated: 0,
             first_frame: None,
+            woken: Instant::now(),
+            read_at: [(0, Instant::now(), Instant::now()); 2],
         }
     }
 
@@ -259,6 +269,9 @@ impl Engine {
                 Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => return,
             };
+            if self.record_timings {
+                self.woken = Instant::now();
+            }
             let mut files = first.is_none();
             for msg in first.into_iter().chain(rx.try_iter()) {
                 match msg {
@@ -293,19 +306,19 @@ impl Engine {
     pub fn poll_files(&mut self) {
         for rollover in [false, true] {
             let mut lines = std::mem::take(&mut self.lines);
-            let mut errors = Vec::new();
-            for follower in &mut self.followers {
+            // Stream by stream (statuses, diffs, then fills): a block is processed as soon as
+            // its second line is read, before the fills line is.
+            for i in 0..self.followers.len() {
+                let follower = &mut self.followers[i];
                 // A read error of the first pass recurs in the second, which reports it once.
                 let read = if rollover { follower.poll(&mut lines) } else { follower.poll_current(&mut lines) };
                 if let (true, Err(err)) = (rollover, read) {
-                    errors.push(format!("{:?} stream: read error: {err}", follower.stream()));
+                    let stream = follower.stream();
+                    self.report(format!("{stream:?} stream: read error: {err}"));
                 }
-            }
-            for err in errors {
-                self.report(err);
-            }
-            for line in lines.drain(..) {
-                self.ingest(line);
+                for line in lines.drain(..) {
+                    self.ingest(line);
+                }
             }
             self.lines = lines;
         }
@@ -336,6 +349,9 @@ impl Engine {
         };
         if self.config.stop_after.is_some_and(|stop| height > stop) {
             return;
+        }
+        if self.record_timings && line.stream != Stream::Fills {
+            self.read_at[usize::from(line.stream == Stream::Diffs)] = (height, self.woken, Instant::now());
         }
         match line.stream {
             Stream::Fills => self.on_fills(height, &line),
@@ -481,7 +497,8 @@ impl Engine {
                 stats.views_aggregated.push(self.n_aggregated);
                 stats.coins_changed.push(n_changed);
                 let time_ms = time.as_millis().max(0) as u64;
-                stats.marks.push(BlockMarks { time_ms, started, first_frame: self.first_frame, done });
+                let lines = self.read_at.map(|(h, w, r)| if h == height { (w, r) } else { (started, started) });
+                stats.marks.push(BlockMarks { time_ms, lines, started, first_frame: self.first_frame, done });
             }
         }
     }

@@ -254,11 +254,16 @@ pub fn run(args: &Args, dir: &Path) -> anyhow::Result<E2e> {
         writer_thread.join().map_err(|_| anyhow::anyhow!("writer panicked"))??;
         server.stop();
         let mut marks = [Histogram::new(), Histogram::new(), Histogram::new()];
+        let mut lines: [Histogram; 4] = std::array::from_fn(|_| Histogram::new());
         if let (Ok(stats), Ok(written)) = (engine_stats.lock(), written.lock()) {
             for m in &stats.marks {
                 let Some(&start) = written.get(&m.time_ms) else { continue };
                 let since = |t: Instant| t.saturating_duration_since(start).as_nanos() as u64;
                 marks[0].record(since(m.started));
+                for (i, (woken, read)) in m.lines.iter().enumerate() {
+                    lines[2 * i].record(since(*woken));
+                    lines[2 * i + 1].record(since(*read));
+                }
                 if let Some(first) = m.first_frame {
                     marks[1].record(since(first));
                 }
@@ -277,6 +282,10 @@ pub fn run(args: &Args, dir: &Path) -> anyhow::Result<E2e> {
                     "hl e2e floor: block written -> both lines read (notified reader, own pass)",
                     &floor,
                 ),
+                Series::from_histogram("hl e2e server: block written -> woken for the statuses line", &lines[0]),
+                Series::from_histogram("hl e2e server: block written -> statuses line read", &lines[1]),
+                Series::from_histogram("hl e2e server: block written -> woken for the diffs line", &lines[2]),
+                Series::from_histogram("hl e2e server: block written -> diffs line read", &lines[3]),
                 Series::from_histogram("hl e2e server: block written -> both lines in the engine", &marks[0]),
                 Series::from_histogram("hl e2e server: block written -> first l2Book frame queued", &marks[1]),
                 Series::from_histogram("hl e2e server: block written -> last l2Book frame queued", &marks[2]),
