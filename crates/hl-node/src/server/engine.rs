@@ -153,9 +153,13 @@ pub struct Engine {
     views: Vec<Vec<ViewSlot>>,
     /// Both sides of the coin being published, gathered once for all its views.
     sides: [Vec<UnitLevel>; 2],
-    /// Per coin being published: positions (in key order) of the views that changed, and
-    /// their new frames.
-    changed: Vec<(usize, usize)>,
+    /// Per coin being published: positions (in key order) of the views that changed, where
+    /// they are in `views[coin]`, and the full-precision view whose levels they share, if
+    /// any; and their new frames.
+    changed: Vec<(usize, usize, Option<usize>)>,
+    /// Per coin being published: `(nLevels, position in views[coin])` of each full-precision
+    /// view aggregated for this block.
+    fulls: Vec<(usize, usize)>,
     frames: Vec<Bytes>,
     /// Views aggregated since the last block's stats (the skip rule's effect, for benchmarks).
     n_aggregated: u64,
@@ -235,6 +239,7 @@ impl Engine {
             views: Vec::new(),
             sides: [Vec::with_capacity(256), Vec::with_capacity(256)],
             changed: Vec::with_capacity(16),
+            fulls: Vec::with_capacity(4),
             frames: Vec::with_capacity(16),
             n_aggregated: 0,
             first_frame: None,
@@ -611,6 +616,7 @@ impl Engine {
         let touched = self.books.touched(coin).range;
         let spec = self.books.coins.spec(coin);
         self.changed.clear();
+        self.fulls.clear();
         let mut gathered = false;
         for (pos, key) in keys.keys().enumerate() {
             let at = Self::view_at(&mut self.views, coin, *key, &spec.name);
@@ -622,17 +628,37 @@ impl Engine {
             {
                 continue;
             }
+            self.n_aggregated += 1;
+            // A view whose full-precision twin (same nLevels, aggregated above: keys are in
+            // variant order, `Full` first) keeps every level at its variant has the twin's
+            // levels (`l2::keeps_levels`): it is not aggregated, and shares the twin's frame
+            // when that is new too.
+            let list = &mut self.views[coin.0 as usize];
+            let twin = self.fulls.iter().find(|&&(m, _)| m == n).map(|&(_, t)| t).filter(|&t| {
+                let [b, a] = &list[t].next;
+                crate::l2::keeps_levels(b, variant) && crate::l2::keeps_levels(a, variant)
+            });
+            if let Some(t) = twin {
+                let [b, a] = &list[t].next;
+                if !list[at].view.unchanged(b, a) {
+                    self.changed.push((pos, at, Some(t)));
+                }
+                continue;
+            }
             if !gathered {
                 crate::l2::gather(book.book.levels(Side::Buy), &mut self.sides[0]);
                 crate::l2::gather(book.book.levels(Side::Sell), &mut self.sides[1]);
                 gathered = true;
             }
-            self.n_aggregated += 1;
+            let slot = &mut list[at];
             let [bids, asks] = &mut slot.next;
             crate::l2::aggregate_units(&self.sides[0], true, variant, n, bids);
             crate::l2::aggregate_units(&self.sides[1], false, variant, n, asks);
+            if variant == L2Variant::Full {
+                self.fulls.push((n, at));
+            }
             if !slot.view.unchanged(bids, asks) {
-                self.changed.push((pos, at));
+                self.changed.push((pos, at, None));
             }
         }
         let aggregated = self.record_timings.then(Instant::now);
@@ -640,10 +666,25 @@ impl Engine {
         let time_ms = self.books.time().as_millis().max(0) as u64;
         self.frames.clear();
         let list = &mut self.views[coin.0 as usize];
-        for &(_, at) in &self.changed {
-            let slot = &mut list[at];
-            let [bids, asks] = &slot.next;
-            self.frames.push(slot.view.encode(&mut self.out, &mut self.scratch, time_ms, spec.units, bids, asks));
+        for &(_, at, twin) in &self.changed {
+            let frame = match twin {
+                // The twin's frame of this block (encoded above): the same bytes.
+                Some(t) if self.changed.iter().any(|&(_, a, _)| a == t) => {
+                    let (src, dst) = pair_mut(list, t, at);
+                    dst.view.share(&src.view)
+                }
+                Some(t) => {
+                    let (src, dst) = pair_mut(list, t, at);
+                    let [bids, asks] = &src.next;
+                    dst.view.encode(&mut self.out, &mut self.scratch, time_ms, spec.units, bids, asks)
+                }
+                None => {
+                    let slot = &mut list[at];
+                    let [bids, asks] = &slot.next;
+                    slot.view.encode(&mut self.out, &mut self.scratch, time_ms, spec.units, bids, asks)
+                }
+            };
+            self.frames.push(frame);
         }
         let encoded = self.record_timings.then(Instant::now);
         // 3. Queue: one shared frame per view for all its subscribers.
@@ -652,7 +693,7 @@ impl Engine {
         }
         let mut next = self.changed.iter().zip(self.frames.drain(..)).peekable();
         for (pos, ids) in keys.values().enumerate() {
-            let Some((_, frame)) = next.next_if(|((p, _), _)| *p == pos) else { continue };
+            let Some((_, frame)) = next.next_if(|((p, _, _), _)| *p == pos) else { continue };
             for &id in ids {
                 self.subs.send(id, frame.clone(), &mut self.dead);
             }
@@ -672,6 +713,17 @@ impl Engine {
     /// Clients connected now.
     pub fn n_clients(&self) -> usize {
         self.subs.n_clients()
+    }
+}
+
+/// `list[src]` and `list[dst]` (`src != dst`) at once.
+fn pair_mut<T>(list: &mut [T], src: usize, dst: usize) -> (&T, &mut T) {
+    if src < dst {
+        let (a, b) = list.split_at_mut(dst);
+        (&a[src], &mut b[0])
+    } else {
+        let (a, b) = list.split_at_mut(src);
+        (&b[0], &mut a[dst])
     }
 }
 

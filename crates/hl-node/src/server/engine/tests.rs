@@ -41,6 +41,7 @@ fn skipped_views_equal_a_full_recompute_every_block() {
             }
         }
     }
+    while rx.try_recv().is_ok() {}
     let mut writer = GenWriter::new(dir.path());
     let (mut bids, mut asks) = (Vec::new(), Vec::new());
     let mut n_checked = 0;
@@ -48,7 +49,13 @@ fn skipped_views_equal_a_full_recompute_every_block() {
         let block = generator.next_block(Utc::from_millis(1_777_582_800_000 + i * 100));
         writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills]).unwrap();
         engine.poll_files();
-        while rx.try_recv().is_ok() {}
+        // Every frame is of this block (a view sharing its full-precision twin's frame must
+        // not send the twin's older one).
+        let time = format!("\"time\":{},", engine.books.time().as_millis());
+        while let Ok(frame) = rx.try_recv() {
+            let frame = std::str::from_utf8(&frame).unwrap();
+            assert!(frame.contains(&time), "block {i}: {}", &frame[..frame.len().min(120)]);
+        }
         for (ci, slots) in engine.views.iter().enumerate() {
             let book = engine.books.book(CoinId(ci as u32)).unwrap();
             assert!(!book.stale);
