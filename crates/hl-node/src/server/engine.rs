@@ -122,11 +122,18 @@ pub struct BlockMarks {
 /// one coin, then the next), so each stage is the sum of its per-coin parts.
 pub const PHASES: [&str; 5] = ["decode", "apply", "l2", "encode", "queue"];
 
-/// One `l2Book` view of a coin: its key, its last frame, and the levels of this block.
+/// Least time between two points in a block where the engine yields its CPU to the connection
+/// tasks its frames woke (`on_block`).
+const YIELD_EVERY: Duration = Duration::from_micros(200);
+
+/// Of a view that changed and has its full-precision twin's levels: the twin's position in the
+/// coin's keys (its levels in `Engine::pool`) and in `views[coin]`.
+type Twin = Option<(usize, usize)>;
+
+/// One `l2Book` view of a coin: its key and its last frame.
 struct ViewSlot {
     key: L2Key,
     view: L2View,
-    next: [Vec<UnitLevel>; 2],
 }
 
 /// The engine state.
@@ -156,10 +163,14 @@ pub struct Engine {
     /// Per coin being published: positions (in key order) of the views that changed, where
     /// they are in `views[coin]`, and the full-precision view whose levels they share, if
     /// any; and their new frames.
-    changed: Vec<(usize, usize, Option<usize>)>,
+    changed: Vec<(usize, usize, Twin)>,
     /// Per coin being published: `(nLevels, position in views[coin])` of each full-precision
     /// view aggregated for this block.
-    fulls: Vec<(usize, usize)>,
+    fulls: Vec<(usize, usize, usize)>,
+    /// The levels of this block of the coin being published, per position of its views in the
+    /// key order: reused for every coin, so they stay in cache (per-view lists were cold
+    /// writes every block: the top of `aggregate_units` and of the encoder in perf).
+    pool: Vec<[Vec<UnitLevel>; 2]>,
     frames: Vec<Bytes>,
     /// Views aggregated since the last block's stats (the skip rule's effect, for benchmarks).
     n_aggregated: u64,
@@ -240,6 +251,7 @@ impl Engine {
             sides: [Vec::with_capacity(256), Vec::with_capacity(256)],
             changed: Vec::with_capacity(16),
             fulls: Vec::with_capacity(4),
+            pool: Vec::new(),
             frames: Vec::with_capacity(16),
             n_aggregated: 0,
             first_frame: None,
@@ -470,6 +482,7 @@ impl Engine {
         self.n_aggregated = 0;
         self.first_frame = None;
         let mut n_changed = 0u64;
+        let mut last_yield: Option<Instant> = None;
         for g in 0..plan.len() {
             let coin = plan.coin(g);
             let t = timings.then(Instant::now);
@@ -483,7 +496,19 @@ impl Engine {
                     self.report(format!("{}: {err}; coin stale until the next snapshot", diffs_line.origin));
                     self.announce_stale(coin);
                 }
-                None if applied.changed => self.publish_l2(coin, &mut l2_ns),
+                None if applied.changed => {
+                    self.publish_l2(coin, &mut l2_ns);
+                    // Let the connection tasks this block's frames woke run now if they wait
+                    // for this CPU (the scheduler would let the rest of the block run first):
+                    // frames queued should leave before the next coins are computed. At most
+                    // once per `YIELD_EVERY`, from the first coin on, so that the block itself
+                    // is not handed away coin after coin.
+                    let now = Instant::now();
+                    if last_yield.is_none_or(|at| now.duration_since(at) >= YIELD_EVERY) {
+                        std::thread::yield_now();
+                        last_yield = Some(now);
+                    }
+                }
                 None => {}
             }
         }
@@ -573,7 +598,7 @@ impl Engine {
         match list.iter().position(|s| s.key == key) {
             Some(at) => at,
             None => {
-                list.push(ViewSlot { key, view: L2View::new(name), next: [Vec::new(), Vec::new()] });
+                list.push(ViewSlot { key, view: L2View::new(name) });
                 list.len() - 1
             }
         }
@@ -617,6 +642,9 @@ impl Engine {
         let spec = self.books.coins.spec(coin);
         self.changed.clear();
         self.fulls.clear();
+        if self.pool.len() < keys.len() {
+            self.pool.resize_with(keys.len(), || [Vec::with_capacity(128), Vec::with_capacity(128)]);
+        }
         let mut gathered = false;
         for (pos, key) in keys.keys().enumerate() {
             let at = Self::view_at(&mut self.views, coin, *key, &spec.name);
@@ -634,14 +662,15 @@ impl Engine {
             // levels (`l2::keeps_levels`): it is not aggregated, and shares the twin's frame
             // when that is new too.
             let list = &mut self.views[coin.0 as usize];
-            let twin = self.fulls.iter().find(|&&(m, _)| m == n).map(|&(_, t)| t).filter(|&t| {
-                let [b, a] = &list[t].next;
+            let pool = &self.pool;
+            let twin = self.fulls.iter().find(|&&(m, _, _)| m == n).map(|&(_, p, t)| (p, t)).filter(|&(p, _)| {
+                let [b, a] = &pool[p];
                 crate::l2::keeps_levels(b, variant) && crate::l2::keeps_levels(a, variant)
             });
-            if let Some(t) = twin {
-                let [b, a] = &list[t].next;
+            if let Some((p, t)) = twin {
+                let [b, a] = &pool[p];
                 if !list[at].view.unchanged(b, a) {
-                    self.changed.push((pos, at, Some(t)));
+                    self.changed.push((pos, at, Some((p, t))));
                 }
                 continue;
             }
@@ -650,14 +679,13 @@ impl Engine {
                 crate::l2::gather(book.book.levels(Side::Sell), &mut self.sides[1]);
                 gathered = true;
             }
-            let slot = &mut list[at];
-            let [bids, asks] = &mut slot.next;
+            let [bids, asks] = &mut self.pool[pos];
             crate::l2::aggregate_units(&self.sides[0], true, variant, n, bids);
             crate::l2::aggregate_units(&self.sides[1], false, variant, n, asks);
             if variant == L2Variant::Full {
-                self.fulls.push((n, at));
+                self.fulls.push((n, pos, at));
             }
-            if !slot.view.unchanged(bids, asks) {
+            if !list[at].view.unchanged(bids, asks) {
                 self.changed.push((pos, at, None));
             }
         }
@@ -666,22 +694,20 @@ impl Engine {
         let time_ms = self.books.time().as_millis().max(0) as u64;
         self.frames.clear();
         let list = &mut self.views[coin.0 as usize];
-        for &(_, at, twin) in &self.changed {
+        for &(pos, at, twin) in &self.changed {
             let frame = match twin {
                 // The twin's frame of this block (encoded above): the same bytes.
-                Some(t) if self.changed.iter().any(|&(_, a, _)| a == t) => {
+                Some((_, t)) if self.changed.iter().any(|&(_, a, _)| a == t) => {
                     let (src, dst) = pair_mut(list, t, at);
                     dst.view.share(&src.view)
                 }
-                Some(t) => {
-                    let (src, dst) = pair_mut(list, t, at);
-                    let [bids, asks] = &src.next;
-                    dst.view.encode(&mut self.out, &mut self.scratch, time_ms, spec.units, bids, asks)
+                Some((p, _)) => {
+                    let [bids, asks] = &self.pool[p];
+                    list[at].view.encode(&mut self.out, &mut self.scratch, time_ms, spec.units, bids, asks)
                 }
                 None => {
-                    let slot = &mut list[at];
-                    let [bids, asks] = &slot.next;
-                    slot.view.encode(&mut self.out, &mut self.scratch, time_ms, spec.units, bids, asks)
+                    let [bids, asks] = &self.pool[pos];
+                    list[at].view.encode(&mut self.out, &mut self.scratch, time_ms, spec.units, bids, asks)
                 }
             };
             self.frames.push(frame);
