@@ -5,13 +5,11 @@ use super::*;
 use crate::synth::writer::GenWriter;
 use crate::synth::{GenConfig, Generator};
 
-/// After every block, every subscribed view's last levels equal a full re-aggregation of its
-/// coin's book: the skip rule (`l2::side_may_change` on `Books::touched`) never keeps a frame
-/// that changed. Views of 20 and of 3 levels, so both deep and shallow views are checked.
-#[test]
-fn skipped_views_equal_a_full_recompute_every_block() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut generator = Generator::new(&GenConfig { n_coins: 12, orders_per_block: 300, ..GenConfig::default() });
+/// A generated 12-coin market (300 order actions per block) and an engine over its snapshot,
+/// following `dir`, with one client (id 1) connected: the generator, the engine, the client's
+/// frames and its kill signal (kept alive by the caller).
+fn generated_engine(dir: &std::path::Path) -> (Generator, Engine, mpsc::Receiver<Bytes>, oneshot::Receiver<String>) {
+    let generator = Generator::new(&GenConfig { n_coins: 12, orders_per_block: 300, ..GenConfig::default() });
     let (meta, spot) = generator.meta_json();
     let meta: Meta = serde_json::from_str(&meta).unwrap();
     let spot: SpotMeta = serde_json::from_str(&spot).unwrap();
@@ -21,16 +19,26 @@ fn skipped_views_equal_a_full_recompute_every_block() {
     let followers = Stream::ALL
         .iter()
         .map(|&s| {
-            let mut f = Follower::new(dir.path(), s);
+            let mut f = Follower::new(dir, s);
             f.seek_height(books.height()).unwrap();
             f
         })
         .collect();
     let mut engine = Engine::new(EngineConfig::default(), books, followers);
-    engine.record_timings(true);
-    let (tx, mut rx) = mpsc::channel(1 << 20);
-    let (kill, _killed) = oneshot::channel();
+    let (tx, rx) = mpsc::channel(1 << 20);
+    let (kill, killed) = oneshot::channel();
     engine.handle(EngineMsg::Connect { id: 1, tx, kill });
+    (generator, engine, rx, killed)
+}
+
+/// After every block, every subscribed view's last levels equal a full re-aggregation of its
+/// coin's book: the skip rule (`l2::side_may_change` on `Books::touched`) never keeps a frame
+/// that changed. Views of 20 and of 3 levels, so both deep and shallow views are checked.
+#[test]
+fn skipped_views_equal_a_full_recompute_every_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path());
+    engine.record_timings(true);
     let names: Vec<String> = generator.coins().iter().map(|c| c.name.clone()).collect();
     for coin in &names {
         for v in L2Variant::ALL {
@@ -85,25 +93,7 @@ fn skipped_views_equal_a_full_recompute_every_block() {
 #[test]
 fn every_frame_is_built_from_its_coins_whole_block() {
     let dir = tempfile::tempdir().unwrap();
-    let mut generator = Generator::new(&GenConfig { n_coins: 12, orders_per_block: 300, ..GenConfig::default() });
-    let (meta, spot) = generator.meta_json();
-    let meta: Meta = serde_json::from_str(&meta).unwrap();
-    let spot: SpotMeta = serde_json::from_str(&spot).unwrap();
-    let mut books = Books::new(&coins_from_meta(&meta, Some(&spot)));
-    let snapshot = generator.snapshot_json();
-    books.load_snapshot(&Snapshot::parse(snapshot.as_bytes()).unwrap(), Utc::from_nanos(0)).unwrap();
-    let followers = Stream::ALL
-        .iter()
-        .map(|&s| {
-            let mut f = Follower::new(dir.path(), s);
-            f.seek_height(books.height()).unwrap();
-            f
-        })
-        .collect();
-    let mut engine = Engine::new(EngineConfig::default(), books, followers);
-    let (tx, mut rx) = mpsc::channel(1 << 20);
-    let (kill, _killed) = oneshot::channel();
-    engine.handle(EngineMsg::Connect { id: 1, tx, kill });
+    let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path());
     let names: Vec<String> = generator.coins().iter().map(|c| c.name.clone()).collect();
     for coin in &names {
         let text =
