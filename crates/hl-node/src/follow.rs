@@ -3,8 +3,14 @@
 //! Owns: the open hourly file and read offset, the partial last line, line numbers, hourly
 //! rollover (drain the old file, then open the next one from its start) and positioning at a
 //! given block height on start or restart.
-//! Must not: wait or sleep. `poll` reads whatever is there and returns; the caller decides
-//! when to call it (file-system notification, with a polling fallback — see `watch`).
+//! Must not: wait or sleep, or hold more than a bounded amount of a file at once. `poll` reads
+//! what is there, at most [`READ_LIMIT`] bytes per call, and returns; the caller decides when
+//! to call it (file-system notification, with a polling fallback — see `watch`) and calls
+//! again at once while [`Follower::pending`] says more is waiting (catching up on an hourly
+//! file of gigabytes after a restart goes in steps, each step's lines handled in between).
+
+/// Most bytes one `poll` or `poll_current` reads (the default of [`Follower::read_limit`]).
+pub const READ_LIMIT: u64 = 64 << 20;
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
@@ -63,12 +69,39 @@ pub struct Follower {
     partial: Vec<u8>,
     /// When no file is open yet: only files at or after this hour are considered.
     start_key: HourKey,
+    /// Most bytes read per call.
+    read_limit: u64,
+    /// The last call stopped at `read_limit`: more may be waiting.
+    pending: bool,
+    /// Bytes of the last `read_available`.
+    last_read: u64,
 }
 
 impl Follower {
     /// A follower that will read the earliest file present at its first `poll`.
     pub fn new(data_dir: &Path, stream: Stream) -> Follower {
-        Follower { data_dir: data_dir.to_owned(), stream, current: None, partial: Vec::new(), start_key: (0, 0) }
+        Follower {
+            data_dir: data_dir.to_owned(),
+            stream,
+            current: None,
+            partial: Vec::new(),
+            start_key: (0, 0),
+            read_limit: READ_LIMIT,
+            pending: false,
+            last_read: 0,
+        }
+    }
+
+    /// The same follower reading at most `bytes` (at least 1) per call.
+    pub fn read_limit(mut self, bytes: u64) -> Follower {
+        self.read_limit = bytes.max(1);
+        self
+    }
+
+    /// True when the last `poll`/`poll_current` stopped at the read limit: call again (after
+    /// handling its lines) before waiting for the next notification.
+    pub fn pending(&self) -> bool {
+        self.pending
     }
 
     pub fn stream(&self) -> Stream {
@@ -149,10 +182,11 @@ impl Follower {
     /// Returns how many lines it appended.
     pub fn poll_current(&mut self, out: &mut Vec<Line>) -> io::Result<usize> {
         let before = out.len();
+        self.pending = false;
         if !self.ensure_open()? {
             return Ok(0);
         }
-        self.read_available(out)?;
+        self.pending = self.read_available(out, self.read_limit)?;
         Ok(out.len() - before)
     }
 
@@ -160,17 +194,28 @@ impl Follower {
     /// when they exist. Returns how many lines it appended.
     pub fn poll(&mut self, out: &mut Vec<Line>) -> io::Result<usize> {
         let before = out.len();
+        self.pending = false;
         if !self.ensure_open()? {
             return Ok(0);
         }
+        let mut budget = self.read_limit;
         loop {
-            self.read_available(out)?;
+            if self.read_available(out, budget)? {
+                self.pending = true;
+                break;
+            }
+            budget = budget.saturating_sub(self.last_read);
             let Some(cur) = &self.current else { break };
             let key = cur.key;
             let next = list_hours(&self.data_dir, self.stream)?.into_iter().find(|&k| k > key);
             let Some(next) = next else { break };
-            // The node has moved on: drain what is left of the old file, then switch.
-            self.read_available(out)?;
+            // The node has moved on: drain what is left of the old file, then switch (not
+            // before all of it has been read, so nothing of it is lost).
+            if budget == 0 || self.read_available(out, budget)? {
+                self.pending = true;
+                break;
+            }
+            budget = budget.saturating_sub(self.last_read);
             if !self.partial.is_empty() {
                 let text = String::from_utf8_lossy(&self.partial).into_owned();
                 self.partial.clear();
@@ -188,13 +233,16 @@ impl Follower {
         Ok(out.len() - before)
     }
 
-    /// Reads everything written since the last read in one go (`read_to_end` sizes the buffer
-    /// from the file's length) and hands out each complete line with one copy.
-    fn read_available(&mut self, out: &mut Vec<Line>) -> io::Result<()> {
-        let Some(cur) = &mut self.current else { return Ok(()) };
+    /// Reads what was written since the last read, at most `limit` bytes, in one go
+    /// (`read_to_end` sizes the buffer from the file's length), and hands out each complete line
+    /// with one copy. True when it stopped at `limit` (more may be waiting); the bytes read are
+    /// in `last_read`.
+    fn read_available(&mut self, out: &mut Vec<Line>, limit: u64) -> io::Result<bool> {
+        self.last_read = 0;
+        let Some(cur) = &mut self.current else { return Ok(false) };
         // The kept partial line holds no newline: the scan starts after it.
         let mut from = self.partial.len();
-        let read = cur.file.read_to_end(&mut self.partial);
+        let read = (&mut cur.file).take(limit).read_to_end(&mut self.partial);
         let mut start = 0;
         while let Some(pos) = find_newline(&self.partial[from..]) {
             let end = from + pos;
@@ -213,7 +261,9 @@ impl Follower {
             from = start;
         }
         self.partial.drain(..start);
-        read.map(|_| ())
+        let n = read? as u64;
+        self.last_read = n;
+        Ok(n >= limit)
     }
 }
 

@@ -100,3 +100,44 @@ fn long_lines_written_in_pieces_come_out_whole() {
     assert_eq!(texts(&out), vec!["{\"block_number\":3}"]);
     assert_eq!(out[0].origin.line, 3);
 }
+
+/// A follower reads at most its limit per call and says when more is waiting; called again
+/// while `pending`, it hands out every line once, in order, with true line numbers, across a
+/// partial line longer than the limit and across the hourly rollover (the old file is read to
+/// its end before the next one is opened).
+#[test]
+fn bounded_reads_lose_nothing_across_rollover() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let line = |h: u64| format!("{{\"block_number\":{h},\"pad\":\"{}\"}}", "x".repeat((h % 7) as usize * 9));
+    let old: String = (1..=40).map(|h| line(h) + "\n").collect();
+    let long = format!("{{\"block_number\":41,\"pad\":\"{}\"}}", "y".repeat(500));
+    append(dir, (20260430, 23), &old);
+    append(dir, (20260430, 23), &format!("{long}\n"));
+    append(dir, (20260501, 0), &(42..=60).map(|h| line(h) + "\n").collect::<String>());
+    let limit = 128;
+    let mut f = Follower::new(dir, Stream::Diffs).read_limit(limit);
+    let (mut all, mut calls) = (Vec::new(), 0);
+    loop {
+        let mut out = Vec::new();
+        f.poll(&mut out).unwrap();
+        calls += 1;
+        let bytes: usize = out.iter().map(|l| l.text.len() + 1).sum();
+        // One call hands out at most what it read plus the partial line it held before.
+        assert!(bytes <= limit as usize + long.len() + 1, "call {calls}: {bytes} bytes");
+        all.extend(out);
+        if !f.pending() {
+            break;
+        }
+    }
+    assert!(calls > 10, "{calls} calls: the limit did not bound the reads");
+    let heights: Vec<u64> = all.iter().map(|l| scan_block_number(&l.text).unwrap()).collect();
+    assert_eq!(heights, (1..=60).collect::<Vec<_>>());
+    assert_eq!(all[40].text, long);
+    assert_eq!((all[40].origin.line, all[41].origin.line), (41, 1));
+    assert!(all[41].origin.file.ends_with("20260501/0"));
+    // Nothing left: a further call reads nothing and is not pending.
+    let mut out = Vec::new();
+    assert_eq!(f.poll(&mut out).unwrap(), 0);
+    assert!(!f.pending());
+}

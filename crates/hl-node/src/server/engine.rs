@@ -319,8 +319,20 @@ impl Engine {
 
     /// Reads every new line and processes what became complete: first what was appended to
     /// the open hourly files (the block is published before anything else), then, with the
-    /// directory listings that find the next hour's files, whatever the rollover brings.
+    /// directory listings that find the next hour's files, whatever the rollover brings. A
+    /// follower that stopped at its read limit (catching up on history) is read again at once,
+    /// after the lines it gave were processed, so no more than one step of a file is held.
     pub fn poll_files(&mut self) {
+        loop {
+            self.poll_files_once();
+            if !self.followers.iter().any(Follower::pending) {
+                break;
+            }
+        }
+        self.reap();
+    }
+
+    fn poll_files_once(&mut self) {
         for rollover in [false, true] {
             let mut lines = std::mem::take(&mut self.lines);
             // Stream by stream (statuses, diffs, then fills): a block is processed as soon as
@@ -339,7 +351,6 @@ impl Engine {
             }
             self.lines = lines;
         }
-        self.reap();
     }
 
     fn report(&self, message: String) {

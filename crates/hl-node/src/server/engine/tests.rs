@@ -7,8 +7,12 @@ use crate::synth::{GenConfig, Generator};
 
 /// A generated 12-coin market (300 order actions per block) and an engine over its snapshot,
 /// following `dir`, with one client (id 1) connected: the generator, the engine, the client's
-/// frames and its kill signal (kept alive by the caller).
-fn generated_engine(dir: &std::path::Path) -> (Generator, Engine, mpsc::Receiver<Bytes>, oneshot::Receiver<String>) {
+/// frames and its kill signal (kept alive by the caller). The followers read at most
+/// `read_limit` bytes per call.
+fn generated_engine(
+    dir: &std::path::Path,
+    read_limit: u64,
+) -> (Generator, Engine, mpsc::Receiver<Bytes>, oneshot::Receiver<String>) {
     let generator = Generator::new(&GenConfig { n_coins: 12, orders_per_block: 300, ..GenConfig::default() });
     let (meta, spot) = generator.meta_json();
     let meta: Meta = serde_json::from_str(&meta).unwrap();
@@ -19,7 +23,7 @@ fn generated_engine(dir: &std::path::Path) -> (Generator, Engine, mpsc::Receiver
     let followers = Stream::ALL
         .iter()
         .map(|&s| {
-            let mut f = Follower::new(dir, s);
+            let mut f = Follower::new(dir, s).read_limit(read_limit);
             f.seek_height(books.height()).unwrap();
             f
         })
@@ -37,7 +41,7 @@ fn generated_engine(dir: &std::path::Path) -> (Generator, Engine, mpsc::Receiver
 #[test]
 fn skipped_views_equal_a_full_recompute_every_block() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path());
+    let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path(), crate::follow::READ_LIMIT);
     engine.record_timings(true);
     let names: Vec<String> = generator.coins().iter().map(|c| c.name.clone()).collect();
     for coin in &names {
@@ -93,7 +97,7 @@ fn skipped_views_equal_a_full_recompute_every_block() {
 #[test]
 fn every_frame_is_built_from_its_coins_whole_block() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path());
+    let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path(), crate::follow::READ_LIMIT);
     let names: Vec<String> = generator.coins().iter().map(|c| c.name.clone()).collect();
     for coin in &names {
         let text =
@@ -140,4 +144,27 @@ fn every_frame_is_built_from_its_coins_whole_block() {
     assert!(stats.lock().unwrap().reports.is_empty());
     assert!(n_interleaved > 60, "the generator's lines should interleave coins ({n_interleaved})");
     assert!(n_frames > 60 * 3, "{n_frames}");
+}
+
+/// Catching up on lines already written goes in bounded reads (here 4 KB per call, a block's
+/// statuses line is larger), and one `poll_files` still applies every block: the engine reads
+/// a follower again while it is `pending`.
+#[test]
+fn one_poll_catches_up_in_bounded_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path(), 4096);
+    let mut writer = GenWriter::new(dir.path());
+    let mut last = 0;
+    for i in 0..30 {
+        let block = generator.next_block(Utc::from_millis(1_777_582_800_000 + i * 100));
+        assert!(block.statuses.len() > 4096, "{}", block.statuses.len());
+        writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills]).unwrap();
+        last = block.height;
+    }
+    engine.poll_files();
+    let stats = engine.stats();
+    let stats = stats.lock().unwrap();
+    assert!(stats.reports.is_empty(), "{:?}", stats.reports);
+    assert_eq!(stats.height, last);
+    while rx.try_recv().is_ok() {}
 }
