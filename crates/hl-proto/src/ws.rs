@@ -257,26 +257,36 @@ pub fn write_hl_decimal(units: i64, unit: Decimal, out: &mut Vec<u8>) {
         }
         return;
     }
+    hl_decimal_pieces(units, unit.scale(), |piece| out.extend_from_slice(piece));
+}
+
+/// `units` of `10^-scale` as [`write_hl_decimal`] prints them (`[-]int.frac`, the fraction
+/// without trailing zeros, `.0` when none is left), handed to `put` piece by piece: the one
+/// formatting of the `Vec` writer and of the level writer that builds on the stack (`l2frame`).
+#[inline(always)]
+fn hl_decimal_pieces(units: i64, scale: u8, mut put: impl FnMut(&[u8])) {
     if units < 0 {
-        out.push(b'-');
+        put(b"-");
     }
     let mut buf = itoa::Buffer::new();
     let digits = buf.format(units.unsigned_abs()).as_bytes();
-    let k = usize::from(unit.scale());
+    let k = usize::from(scale);
     let (int, frac): (&[u8], &[u8]) = if digits.len() > k { digits.split_at(digits.len() - k) } else { (b"0", digits) };
-    out.extend_from_slice(int);
+    put(int);
     let mut frac_end = frac.len();
     while frac_end > 0 && frac[frac_end - 1] == b'0' {
         frac_end -= 1;
     }
-    out.push(b'.');
     if frac_end == 0 {
-        out.push(b'0');
+        put(b".0");
         return;
     }
+    put(b".");
     // Leading zeros of a fraction shorter than the scale (0.00153 with k = 5 has digits 153).
-    out.extend(std::iter::repeat_n(b'0', k.saturating_sub(digits.len())));
-    out.extend_from_slice(&frac[..frac_end]);
+    for _ in digits.len()..k {
+        put(b"0");
+    }
+    put(&frac[..frac_end]);
 }
 
 fn write_json_str(out: &mut Vec<u8>, text: &str) {

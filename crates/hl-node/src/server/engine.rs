@@ -712,12 +712,9 @@ impl Engine {
                     let (src, dst) = pair_mut(list, t, at);
                     dst.view.share(&src.view)
                 }
-                Some((p, _)) => {
-                    let [bids, asks] = &self.pool[p];
-                    list[at].view.encode(&mut self.out, &mut self.scratch, time_ms, spec.units, bids, asks)
-                }
-                None => {
-                    let [bids, asks] = &self.pool[pos];
+                // Its own levels, or its twin's when only this view changed.
+                _ => {
+                    let [bids, asks] = &self.pool[twin.map_or(pos, |(p, _)| p)];
                     list[at].view.encode(&mut self.out, &mut self.scratch, time_ms, spec.units, bids, asks)
                 }
             };

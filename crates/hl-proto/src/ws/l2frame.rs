@@ -247,28 +247,10 @@ fn put(buf: &mut [u8; LEVEL_MAX], at: usize, bytes: &[u8]) -> usize {
 /// `units` of `10^-scale` (`scale <= 18`) as [`write_hl_decimal`] writes them, into `buf` at
 /// `at`; returns the end.
 #[inline]
-fn put_decimal(buf: &mut [u8; LEVEL_MAX], mut at: usize, units: i64, scale: u8) -> usize {
-    if units < 0 {
-        at = put(buf, at, b"-");
-    }
-    let mut digits = itoa::Buffer::new();
-    let digits = digits.format(units.unsigned_abs()).as_bytes();
-    let k = usize::from(scale);
-    let (int, frac): (&[u8], &[u8]) = if digits.len() > k { digits.split_at(digits.len() - k) } else { (b"0", digits) };
-    at = put(buf, at, int);
-    let mut frac_end = frac.len();
-    while frac_end > 0 && frac[frac_end - 1] == b'0' {
-        frac_end -= 1;
-    }
-    if frac_end == 0 {
-        return put(buf, at, b".0");
-    }
-    at = put(buf, at, b".");
-    // Leading zeros of a fraction shorter than the scale (0.00153 with k = 5 has digits 153).
-    for _ in digits.len()..k {
-        at = put(buf, at, b"0");
-    }
-    put(buf, at, &frac[..frac_end])
+fn put_decimal(buf: &mut [u8; LEVEL_MAX], at: usize, units: i64, scale: u8) -> usize {
+    let mut at = at;
+    super::hl_decimal_pieces(units, scale, |piece| at = put(buf, at, piece));
+    at
 }
 
 /// [`write_level`] for any units.
