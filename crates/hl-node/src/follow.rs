@@ -267,6 +267,48 @@ impl Follower {
     }
 }
 
+/// Followers of several streams woken by file-system notifications on the data directory,
+/// with a polling fallback: how a reader outside the server (the latency tools' file-level
+/// floor) follows hl-node's files the way the engine does.
+pub struct Watched {
+    followers: Vec<Follower>,
+    woken: std::sync::mpsc::Receiver<()>,
+    _watcher: Option<notify::RecommendedWatcher>,
+}
+
+impl Watched {
+    /// Follows `streams` under `data_dir` from the start of their files (see
+    /// [`Watched::seek_end`]). Without notifications (the watch could not be set up) it polls.
+    pub fn new(data_dir: &Path, streams: &[Stream]) -> Watched {
+        use notify::Watcher as _;
+        // One pending wake-up is enough: the reader reads everything there is when it wakes.
+        let (tx, woken) = std::sync::mpsc::sync_channel::<()>(1);
+        let handler = move |_event: notify::Result<notify::Event>| {
+            let _ = tx.try_send(());
+        };
+        let watcher = notify::recommended_watcher(handler)
+            .ok()
+            .and_then(|mut w| w.watch(data_dir, notify::RecursiveMode::Recursive).ok().map(|()| w));
+        let followers = streams.iter().map(|&s| Follower::new(data_dir, s)).collect();
+        Watched { followers, woken, _watcher: watcher }
+    }
+
+    /// Skips what the files hold now: only lines written from here on are read.
+    pub fn seek_end(&mut self) -> io::Result<()> {
+        self.followers.iter_mut().try_for_each(Follower::seek_end)
+    }
+
+    /// Waits for a notification (at most `timeout`: the polling fallback), then appends every
+    /// complete line each stream has, in the followers' bounded steps. A stream that cannot be
+    /// read now is tried again on the next call.
+    pub fn wait_lines(&mut self, timeout: std::time::Duration, out: &mut Vec<Line>) {
+        let _ = self.woken.recv_timeout(timeout);
+        for f in &mut self.followers {
+            while f.poll(out).is_ok() && f.pending() {}
+        }
+    }
+}
+
 /// The index of the first `\n` in `bytes`. Blocks of 64 bytes are tested without an early
 /// exit, which the compiler turns into vector compares (a plain `position` goes byte by
 /// byte: a block's lines are ~0.4 MB); the block holding a newline is then searched.

@@ -51,6 +51,17 @@ pub fn parse_node_time(text: &str) -> Result<Utc, TimeError> {
     Ok(Utc::from_nanos(secs * 1_000_000_000 + nanos))
 }
 
+/// The `"block_time":"…"` of a node line, looked for in its first 256 bytes (every stream's
+/// batch line starts with its block header), without decoding the line.
+pub fn scan_block_time(line: &str) -> Option<Utc> {
+    const KEY: &str = "\"block_time\":\"";
+    let head = &line.as_bytes()[..line.len().min(256)];
+    let at = head.windows(KEY.len()).position(|w| w == KEY.as_bytes())? + KEY.len();
+    let rest = &line[at..];
+    let end = rest.find('"')?;
+    parse_node_time(&rest[..end]).ok()
+}
+
 /// Writes `utc` in the node's format with 9 fractional digits.
 pub fn format_node_time(utc: Utc, out: &mut String) {
     use std::fmt::Write;
@@ -96,6 +107,27 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scans_block_time_of_recorded_lines() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/hyperliquid/examples/");
+        for (file, ms) in [
+            ("node_raw_book_diffs_by_block.line.json", 1_777_582_003_304),
+            ("node_fills_by_block.line.json", 1_777_582_006_008),
+        ] {
+            let line = std::fs::read_to_string(format!("{dir}{file}")).unwrap();
+            assert_eq!(scan_block_time(&line).map(|t| t.as_millis()), Some(ms), "{file}");
+        }
+        // Not in the head, no closing quote, or not a node timestamp: nothing.
+        let far = format!("{{\"pad\":\"{}\",\"block_time\":\"2026-04-30T20:46:43\"}}", "x".repeat(300));
+        assert_eq!(scan_block_time(&far), None);
+        assert_eq!(scan_block_time("{\"block_time\":\"2026-04-30T20:46:43"), None);
+        assert_eq!(scan_block_time("{\"block_time\":\"yesterday\"}"), None);
+        assert_eq!(
+            scan_block_time("{\"block_time\":\"1970-01-01T00:00:01.5\",\"events\":[]}"),
+            Some(Utc::from_millis(1500))
+        );
+    }
 
     #[test]
     fn parses_recorded_block_time() {

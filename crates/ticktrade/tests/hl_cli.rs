@@ -113,3 +113,59 @@ async fn server_process_follows_generator_process() {
     }
     assert_eq!(heights, vec![1_000_002, 1_000_003, 1_000_004]);
 }
+
+/// `ticktrade hl stats` against a live server fed by a real-time generator: book and trade
+/// latencies from the WebSocket, and the file-level floor from its own notified reader.
+#[test]
+fn stats_measures_a_live_server_and_the_file_floor() {
+    let tmp = tempfile::tempdir().unwrap();
+    generate(tmp.path(), 1);
+    let mut child = Command::new(BIN)
+        .args(["hl", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _server = Server(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let url = line.split_whitespace().find(|w| w.starts_with("ws://")).unwrap().to_owned();
+    // The same seed continues the market of the bootstrap; blocks are stamped with the wall
+    // clock, one every 20 ms, for longer than stats measures.
+    let writer = Command::new(BIN)
+        .args(["hl", "gen", "--coins", "10", "--block-ms", "20", "--seed", "3", "--blocks", "400", "--out"])
+        .arg(tmp.path())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _writer = Server(writer);
+    let out = Command::new(BIN)
+        .args(["hl", "stats", "--url", &url, "--coins", "BTC,ETH", "--duration", "3", "--json", "--data-dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let names: Vec<&str> = lines.iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "hl book (block time → received)",
+            "hl trade (block time → received)",
+            "hl file floor (block time → line read)"
+        ]
+    );
+    for l in &lines {
+        assert_eq!(l["unit"], "ns");
+        let count = l["count"].as_u64().unwrap();
+        assert!(count > 0, "{l}");
+        let (p50, max) = (l["p50"].as_u64().unwrap(), l["max"].as_u64().unwrap());
+        assert!(p50 > 0 && p50 <= max, "{l}");
+    }
+    // Two coins' books over ~3 s of 20 ms blocks, and three streams' lines for the floor.
+    assert!(lines[0]["count"].as_u64().unwrap() >= 20, "{}", lines[0]);
+    assert!(lines[2]["count"].as_u64().unwrap() >= 30, "{}", lines[2]);
+}

@@ -141,3 +141,29 @@ fn bounded_reads_lose_nothing_across_rollover() {
     assert_eq!(f.poll(&mut out).unwrap(), 0);
     assert!(!f.pending());
 }
+
+#[test]
+fn watched_reads_only_what_is_written_after_seek_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    append(dir, (20260430, 1), "{\"block_number\":1}\n");
+    let mut watched = Watched::new(dir, &[Stream::Diffs, Stream::Statuses]);
+    watched.seek_end().unwrap();
+    append(dir, (20260430, 1), "{\"block_number\":2}\n{\"block_nu");
+    let mut out = Vec::new();
+    // Woken by the notification, or by the polling fallback: the same lines either way.
+    while out.is_empty() {
+        watched.wait_lines(std::time::Duration::from_millis(200), &mut out);
+    }
+    assert_eq!(texts(&out), vec!["{\"block_number\":2}"]);
+    // The rest of the partial line and the next hour's file, each read once.
+    append(dir, (20260430, 1), "mber\":3}\n");
+    append(dir, (20260430, 2), "{\"block_number\":4}\n");
+    out.clear();
+    while out.len() < 2 {
+        watched.wait_lines(std::time::Duration::from_millis(200), &mut out);
+    }
+    assert_eq!(texts(&out), vec!["{\"block_number\":3}", "{\"block_number\":4}"]);
+    watched.wait_lines(std::time::Duration::from_millis(1), &mut out);
+    assert_eq!(out.len(), 2, "nothing read twice");
+}

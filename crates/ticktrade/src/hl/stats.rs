@@ -8,16 +8,14 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use futures_util::{SinkExt, StreamExt};
-use notify::Watcher as _;
 use serde_json::{Value, json};
-use ticktrade_hl_node::follow::Follower;
+use ticktrade_hl_node::follow::Watched;
 use ticktrade_hl_node::join::Stream;
-use ticktrade_hl_proto::time::parse_node_time;
+use ticktrade_hl_proto::time::scan_block_time;
 use ticktrade_latency::{Histogram, Series, write_json_lines, write_table};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -53,29 +51,14 @@ fn record(histogram: &mut Histogram, time_ms: Option<u64>) {
 /// Reads new lines of every stream as they appear and records block time → read.
 fn file_floor(data_dir: PathBuf, until: Instant) -> Histogram {
     let mut histogram = Histogram::new();
-    let (tx, rx) = mpsc::channel::<()>();
-    let watcher = notify::recommended_watcher(move |_event: notify::Result<notify::Event>| {
-        let _ = tx.send(());
-    });
-    let _watcher = watcher.ok().and_then(|mut w| w.watch(&data_dir, notify::RecursiveMode::Recursive).ok().map(|()| w));
-    let mut followers: Vec<Follower> = Stream::ALL.iter().map(|&s| Follower::new(&data_dir, s)).collect();
-    for f in &mut followers {
-        let _ = f.seek_end();
-    }
+    let mut watched = Watched::new(&data_dir, &Stream::ALL);
+    let _ = watched.seek_end();
     let mut lines = Vec::new();
     while Instant::now() < until {
-        let _ = rx.recv_timeout(Duration::from_millis(50));
-        for f in &mut followers {
-            // Everything there is, in the follower's bounded steps.
-            while f.poll(&mut lines).is_ok() && f.pending() {}
-        }
+        watched.wait_lines(Duration::from_millis(50), &mut lines);
         for line in lines.drain(..) {
             let read = now_ns();
-            let head = &line.text[..line.text.len().min(200)];
-            let Some(at) = head.find("\"block_time\":\"") else { continue };
-            let rest = &head[at + 14..];
-            let Some(end) = rest.find('"') else { continue };
-            if let Ok(t) = parse_node_time(&rest[..end]) {
+            if let Some(t) = scan_block_time(&line.text) {
                 histogram.record(read.saturating_sub(t.as_nanos()).max(0) as u64);
             }
         }

@@ -15,15 +15,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
-use notify::Watcher as _;
 use ticktrade_core::Utc;
-use ticktrade_hl_node::follow::Follower;
+use ticktrade_hl_node::follow::{Follower, Watched};
 use ticktrade_hl_node::join::Stream;
 use ticktrade_hl_node::server::engine::{Engine, EngineConfig};
 use ticktrade_hl_node::server::{MetaDocs, ServeConfig, start};
 use ticktrade_hl_node::synth::Generator;
 use ticktrade_hl_node::synth::writer::GenWriter;
-use ticktrade_hl_proto::time::parse_node_time;
+use ticktrade_hl_proto::time::scan_block_time;
 use ticktrade_latency::{Histogram, Series};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -47,27 +46,14 @@ fn frame_time(text: &str) -> Option<u64> {
 /// takes to have both lines of a block, from the start of the block's write.
 fn file_floor(dir: &Path, written: &Written, until: Instant, ready: std::sync::mpsc::Sender<()>) -> Histogram {
     let mut histogram = Histogram::new();
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let watcher = notify::recommended_watcher(move |_event: notify::Result<notify::Event>| {
-        let _ = tx.send(());
-    });
-    let _watcher = watcher.ok().and_then(|mut w| w.watch(dir, notify::RecursiveMode::Recursive).ok().map(|()| w));
-    let mut followers = [Stream::Statuses, Stream::Diffs].map(|s| Follower::new(dir, s));
+    let mut watched = Watched::new(dir, &[Stream::Statuses, Stream::Diffs]);
     let (mut lines, mut seen) = (Vec::new(), HashMap::<u64, u8>::new());
     let _ = ready.send(());
     while Instant::now() < until {
-        let _ = rx.recv_timeout(Duration::from_millis(50));
-        for f in &mut followers {
-            // Everything there is, in the follower's bounded steps.
-            while f.poll(&mut lines).is_ok() && f.pending() {}
-        }
+        watched.wait_lines(Duration::from_millis(50), &mut lines);
         let read = Instant::now();
         for line in lines.drain(..) {
-            let head = &line.text[..line.text.len().min(200)];
-            let Some(at) = head.find("\"block_time\":\"") else { continue };
-            let rest = &head[at + 14..];
-            let Some(end) = rest.find('"') else { continue };
-            let Ok(t) = parse_node_time(&rest[..end]) else { continue };
+            let Some(t) = scan_block_time(&line.text) else { continue };
             let ms = t.as_millis() as u64;
             let count = seen.entry(ms).or_default();
             *count += 1;
