@@ -150,3 +150,42 @@ proptest! {
         check_diffs(&mutate(statuses, &mutations))?;
     }
 }
+
+/// Not a check but a micro-benchmark of the decode stage as `ticktrade hl` runs it without
+/// l4 subscribers (statuses that may rest, every diff), on the default generated market (229
+/// coins, 600 orders per block). Prints per-block median and mean. Run optimised:
+/// `cargo test --release -p ticktrade-hl-node --test fast_decode -- --ignored --nocapture decode_cost`.
+#[test]
+#[ignore = "micro-benchmark: run on purpose, optimised, with --nocapture"]
+fn decode_cost() {
+    let mut g = Generator::new(&GenConfig { seed: 7, ..GenConfig::default() });
+    let blocks: Vec<(String, String)> = (0..150)
+        .map(|i| {
+            let b = g.next_block(Utc::from_millis(1_777_582_003_304 + i * 100));
+            (b.statuses, b.diffs)
+        })
+        .collect();
+    let (mut statuses, mut diffs) = (Vec::new(), Vec::new());
+    let mut ns: Vec<u64> = Vec::new();
+    let mut n = 0;
+    for _round in 0..10 {
+        for (s, d) in &blocks {
+            statuses.clear();
+            diffs.clear();
+            let t = std::time::Instant::now();
+            fast::statuses(s, false, &mut statuses).unwrap();
+            fast::diffs(d, &mut diffs).unwrap();
+            ns.push(t.elapsed().as_nanos() as u64);
+            n += statuses.len() + diffs.len();
+        }
+    }
+    std::hint::black_box(n);
+    let mean = ns.iter().sum::<u64>() / ns.len() as u64;
+    ns.sort_unstable();
+    println!(
+        "decode per block over {} blocks: median {} ns, mean {mean} ns, p90 {} ns",
+        ns.len(),
+        ns[ns.len() / 2],
+        ns[ns.len() * 9 / 10]
+    );
+}

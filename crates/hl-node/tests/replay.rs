@@ -134,3 +134,70 @@ fn verify_agrees_with_a_later_snapshot_and_finds_a_difference() {
     let snapshot = Snapshot::parse(tampered.as_bytes()).unwrap();
     assert_eq!(ticktrade_hl_node::verify::compare(engine.books(), &snapshot, 10).len(), 1);
 }
+
+/// Not a check but a micro-benchmark of the apply stage (`Books::plan_block` then
+/// `Books::apply_coin` for every coin), on the default generated market (229 coins, 600
+/// orders per block), decoded as `ticktrade hl` decodes without l4 subscribers. The books are
+/// checked against the generator after each round; between blocks the cache is flushed (the
+/// real engine's l2 work evicts the books). Prints per-block median and mean. Run optimised:
+/// `cargo test --release -p ticktrade-hl-node --test replay -- --ignored --nocapture apply_cost`.
+#[test]
+#[ignore = "micro-benchmark: run on purpose, optimised, with --nocapture"]
+fn apply_cost() {
+    use ticktrade_hl_node::books::BlockPlan;
+    use ticktrade_hl_node::synth::{GenConfig, Generator};
+    use ticktrade_hl_proto::node::{BookDiff, OrderStatus, fast};
+    let mut generator = Generator::new(&GenConfig { seed: 7, ..GenConfig::default() });
+    use ticktrade_core::Utc;
+    let n_blocks = 150;
+    let snapshot = generator.snapshot_json();
+    let (meta, spot) = generator.meta_json();
+    let lines: Vec<(u64, String, String)> = (0..n_blocks)
+        .map(|i| {
+            let b = generator.next_block(Utc::from_millis(T0_MS + i * 100));
+            (b.height, b.statuses, b.diffs)
+        })
+        .collect();
+    let decoded: Vec<(Vec<OrderStatus<'_>>, Vec<BookDiff<'_>>)> = lines
+        .iter()
+        .map(|(_, s, d)| {
+            let (mut st, mut df) = (Vec::new(), Vec::new());
+            fast::statuses(s, false, &mut st).unwrap();
+            fast::diffs(d, &mut df).unwrap();
+            (st, df)
+        })
+        .collect();
+    let mut flush = vec![0u64; 1 << 20];
+    let mut ns: Vec<u64> = Vec::new();
+    let mut plan = BlockPlan::default();
+    for _round in 0..5 {
+        let meta: ticktrade_hl_proto::info::Meta = serde_json::from_str(&meta).unwrap();
+        let spot: ticktrade_hl_proto::info::SpotMeta = serde_json::from_str(&spot).unwrap();
+        let mut books =
+            ticktrade_hl_node::books::Books::new(&ticktrade_hl_proto::info::coins_from_meta(&meta, Some(&spot)));
+        let parsed = ticktrade_hl_proto::snapshot::Snapshot::parse(snapshot.as_bytes()).unwrap();
+        books.load_snapshot(&parsed, Utc::from_millis(0)).unwrap();
+        for ((height, _, _), (statuses, diffs)) in lines.iter().zip(&decoded) {
+            for (i, x) in flush.iter_mut().enumerate() {
+                *x = x.wrapping_add(i as u64);
+            }
+            let t = std::time::Instant::now();
+            books.plan_block(*height, Utc::from_millis(0), statuses, diffs, &mut plan);
+            for g in 0..plan.len() {
+                let outcome = books.apply_coin(&plan, g, statuses, diffs);
+                assert!(outcome.error.is_none());
+            }
+            ns.push(t.elapsed().as_nanos() as u64);
+        }
+        assert_books_equal(&generator, &books, &[]);
+    }
+    std::hint::black_box(&flush);
+    let mean = ns.iter().sum::<u64>() / ns.len() as u64;
+    ns.sort_unstable();
+    println!(
+        "apply per block over {} blocks: median {} ns, mean {mean} ns, p90 {} ns",
+        ns.len(),
+        ns[ns.len() / 2],
+        ns[ns.len() * 9 / 10]
+    );
+}
