@@ -20,7 +20,7 @@ use ticktrade_hl_proto::ws::{L4Order, write_hl_decimal};
 
 pub use apply::OrderMeta;
 
-use crate::coins::{CoinId, CoinTable};
+use crate::coins::{CoinId, CoinSpec, CoinTable};
 
 /// One coin's book.
 #[derive(Debug, Default)]
@@ -28,6 +28,14 @@ pub struct CoinBook {
     pub book: L4Book<OrderMeta>,
     /// Set when an event for this coin could not be applied; cleared by the next snapshot.
     pub stale: bool,
+}
+
+impl CoinBook {
+    /// Marks the book stale and drops its orders (until the next snapshot).
+    fn make_stale(&mut self) {
+        self.stale = true;
+        self.book.clear();
+    }
 }
 
 /// Why an event could not be applied.
@@ -68,7 +76,8 @@ pub struct BlockPlan {
     order: Vec<u32>,
     /// Per diff of the line, its coin.
     coin_of: Vec<CoinId>,
-    /// Per coin id, its group in this block (`u32::MAX`: none); all `MAX` between blocks.
+    /// Per coin id, its group in the block last planned (`u32::MAX`: none); reset by the
+    /// next `plan_block`.
     group_of: Vec<u32>,
 }
 
@@ -173,9 +182,7 @@ impl Books {
     /// Marks a coin stale (a damaged line touched it): its book is dropped until a snapshot.
     pub fn mark_stale(&mut self, coin: CoinId) {
         self.ensure(coin);
-        let book = &mut self.books[coin.0 as usize];
-        book.stale = true;
-        book.book.clear();
+        self.books[coin.0 as usize].make_stale();
     }
 
     /// Marks every coin stale (a block was lost).
@@ -253,6 +260,9 @@ impl Books {
         diffs: &[BookDiff<'_>],
         plan: &mut BlockPlan,
     ) {
+        for &(coin, _, _) in &plan.groups {
+            plan.group_of[coin.0 as usize] = u32::MAX;
+        }
         plan.resting.clear();
         plan.resting.reserve(statuses.len());
         for (i, status) in statuses.iter().enumerate() {
@@ -290,9 +300,6 @@ impl Books {
             plan.order[group.2 as usize] = i as u32;
             group.2 += 1;
         }
-        for &(coin, _, _) in &plan.groups {
-            plan.group_of[coin.0 as usize] = u32::MAX;
-        }
         self.height = height;
         self.time = time;
     }
@@ -306,25 +313,25 @@ impl Books {
         statuses: &[OrderStatus<'_>],
         diffs: &[BookDiff<'_>],
     ) -> CoinOutcome {
-        let (coin, start, end) = plan.groups[g];
-        let mut outcome = CoinOutcome::default();
-        if self.books[coin.0 as usize].stale {
-            return outcome;
-        }
-        self.touched[coin.0 as usize] = Touched::NONE;
-        for &i in &plan.order[start as usize..end as usize] {
-            let (spec, book) = (self.coins.spec(coin), &mut self.books[coin.0 as usize].book);
-            let touched = &mut self.touched[coin.0 as usize];
-            match apply::apply_diff(spec, book, touched, &diffs[i as usize], statuses, &plan.resting) {
-                Ok(()) => outcome.changed = true,
-                Err(err) => {
-                    self.mark_stale(coin);
-                    outcome.error = Some(err);
-                    break;
-                }
-            }
-        }
-        outcome
+        let coin = plan.groups[g].0;
+        let ci = coin.0 as usize;
+        let mut part = CoinPart { coin, group: g, book: &mut self.books[ci], touched: &mut self.touched[ci] };
+        part.apply(self.coins.spec(coin), plan, statuses, diffs)
+    }
+
+    /// The coins of the block last planned into `plan` (`Books::plan_block`), each borrowed
+    /// apart from the others, in coin id order (one pass over the books), with the coin table:
+    /// the parts can be applied ([`CoinPart::apply`]) and read on different threads.
+    pub fn split_block<'a>(
+        &'a mut self,
+        plan: &'a BlockPlan,
+    ) -> (&'a CoinTable, impl Iterator<Item = CoinPart<'a>> + 'a) {
+        let parts =
+            self.books.iter_mut().zip(self.touched.iter_mut()).enumerate().filter_map(|(ci, (book, touched))| {
+                let g = *plan.group_of.get(ci)?;
+                (g != u32::MAX).then_some(CoinPart { coin: CoinId(ci as u32), group: g as usize, book, touched })
+            });
+        (&self.coins, parts)
     }
 
     /// Both sides of a coin's book as `l4Book` orders (bids best first, FIFO within a price).
@@ -341,6 +348,59 @@ impl Books {
             }
         }
         sides
+    }
+}
+
+/// One coin's book and touched range within a block, borrowed apart from every other coin's
+/// (`Books::split_block`): what applying the coin's diffs changes.
+#[derive(Debug)]
+pub struct CoinPart<'a> {
+    pub coin: CoinId,
+    /// The coin's group in the block's plan.
+    group: usize,
+    pub book: &'a mut CoinBook,
+    touched: &'a mut Touched,
+}
+
+impl CoinPart<'_> {
+    /// The level prices this block touched (meaningful once applied and changed).
+    pub fn touched(&self) -> Touched {
+        *self.touched
+    }
+
+    /// Applies the coin's diffs of the block (its group of `plan`) in line order. A diff that
+    /// cannot be applied marks the coin stale and ends its group. `spec` is the coin's.
+    pub fn apply(
+        &mut self,
+        spec: &CoinSpec,
+        plan: &BlockPlan,
+        statuses: &[OrderStatus<'_>],
+        diffs: &[BookDiff<'_>],
+    ) -> CoinOutcome {
+        let (_, start, end) = plan.groups[self.group];
+        let mut outcome = CoinOutcome::default();
+        if self.book.stale {
+            return outcome;
+        }
+        *self.touched = Touched::NONE;
+        for &i in &plan.order[start as usize..end as usize] {
+            match apply::apply_diff(
+                spec,
+                &mut self.book.book,
+                self.touched,
+                &diffs[i as usize],
+                statuses,
+                &plan.resting,
+            ) {
+                Ok(()) => outcome.changed = true,
+                Err(err) => {
+                    self.book.make_stale();
+                    outcome.error = Some(err);
+                    break;
+                }
+            }
+        }
+        outcome
     }
 }
 

@@ -1,4 +1,5 @@
-//! The engine: one thread that reads the node's files, applies blocks, and publishes.
+//! The engine: the thread that reads the node's files, applies blocks, and publishes (with
+//! one helper thread for the per-block work when there are two CPUs).
 //!
 //! Owns: the followers, the joiner, the books, the subscribers, and the order of everything:
 //! requests and blocks are handled one at a time on this thread, so a client's
@@ -9,8 +10,36 @@
 //! Per block, work follows demand: L2 is computed only for coins that changed in the block and
 //! only for the `(variant, nLevels)` pairs someone subscribed to, once per pair, and the encoded
 //! frame is shared by all its subscribers.
+//!
+//! Two threads (`EngineConfig::threads`, default 2 on a machine with 2 CPUs or more). A
+//! block's work is per coin apart from decoding the lines and grouping the diffs: a coin's
+//! apply, L2, encode and queue touch only its book, touched range, views and frames (and the
+//! per-client queues, which take frames from any thread). So:
+//! - both lines are decoded at once (statuses here, diffs on the helper);
+//! - then the block's coins go into one queue (each coin's state borrowed apart from the
+//!   others', `Books::split_block`) and both threads take the next coin until none is left,
+//!   each with its own scratch (`Lane`); the block ends when both are done, so a coin's
+//!   frames of block h are queued before any of block h+1 (the `l4Book` and trades frames
+//!   stay on this thread, after the coins, as before);
+//! - what only this thread may do waits for the end of the block: reporting a coin that could
+//!   not be applied (and announcing it stale), and disconnecting a client whose queue was
+//!   full (`Subscribers::undelivered`).
+//!
+//! The helper is the second thread of a 2-thread rayon pool whose first thread is this one
+//! (`use_current_thread`, built on the first block), and each stage is a `join`: its second
+//! half is offered to the helper, which is woken by that very call (the wake-up, tens of µs
+//! on this host, overlaps the statuses decode), and if the helper has not stolen it by the
+//! time this thread finished its own half, this thread runs it itself; the coin half finds
+//! the queue empty by then. So a late or descheduled helper (a shared 2-vCPU machine) never
+//! delays a block: this thread never waits for it to start, only for the coin it is in the
+//! middle of. Chosen over a pool this thread is not part of (a scope waits for the helper
+//! job to *start*, however late) and over a parked thread of our own (it would need `unsafe`
+//! to lend the block's borrowed state to it), at the price that the pool belongs to the
+//! thread that built it: an engine driven from another thread runs on one. rayon leaks the
+//! small registry of such a pool when it is dropped (one per engine; tests build several).
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,9 +60,10 @@ use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Variant, L2View, Un
 
 mod requests;
 
+use super::publish::Undelivered;
 use super::publish::{ClientId, L2Key, Subscribers};
-use crate::books::{BlockPlan, Books};
-use crate::coins::CoinId;
+use crate::books::{ApplyError, BlockPlan, Books, CoinPart};
+use crate::coins::{CoinId, CoinTable};
 use crate::follow::Follower;
 use crate::join::{Joined, Joiner, Line, Stream};
 
@@ -48,11 +78,27 @@ pub struct EngineConfig {
     pub poll: Duration,
     /// Apply no block above this height (`ticktrade hl verify` stops at the second snapshot).
     pub stop_after: Option<u64>,
+    /// Threads that decode, apply and publish a block: 1 (the engine's own) or 2 (and one
+    /// helper; more are not used). Default: 2 when the machine has at least 2 CPUs.
+    pub threads: usize,
+}
+
+impl EngineConfig {
+    /// 2 when `std::thread::available_parallelism` is at least 2, else 1.
+    pub fn default_threads() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
+    }
 }
 
 impl Default for EngineConfig {
     fn default() -> EngineConfig {
-        EngineConfig { coins: None, raw: false, poll: Duration::from_millis(100), stop_after: None }
+        EngineConfig {
+            coins: None,
+            raw: false,
+            poll: Duration::from_millis(100),
+            stop_after: None,
+            threads: EngineConfig::default_threads(),
+        }
     }
 }
 
@@ -85,9 +131,9 @@ pub enum EngineMsg {
 #[derive(Debug, Default)]
 pub struct EngineStats {
     /// Nanoseconds from "both lines of a block are in memory" to "all frames queued".
-    /// Coins are applied and published one at a time (see [`PHASES`]).
+    /// Coins are applied and published one at a time per thread (see [`PHASES`]).
     pub block_ns: Vec<u64>,
-    /// Per block: nanoseconds spent in each of [`PHASES`].
+    /// Per block: nanoseconds spent in each of [`PHASES`] (summed over the two threads).
     pub phase_ns: Vec<[u64; 5]>,
     /// Per block: `l2Book` views aggregated (those the skip rule could not rule out).
     pub views_aggregated: Vec<u64>,
@@ -118,8 +164,10 @@ pub struct BlockMarks {
 /// apply them to the L4 books (grouping the diffs by coin, then each coin's diffs); aggregate
 /// the subscribed L2 views of changed coins (and compare each with its last frame); encode the
 /// views that changed; queue the frames (`try_send`, the `l4Book` path and the per-coin
-/// overhead: the rest of the block). The block runs coin by coin (apply, l2, encode, queue of
-/// one coin, then the next), so each stage is the sum of its per-coin parts.
+/// overhead: the rest of the block). Each thread runs coin by coin (apply, l2, encode, queue
+/// of one coin, then the next), so each stage is the sum of its per-coin parts; with two
+/// threads, apply, l2, encode and queue are summed over both (they add up to more than the
+/// block), and decode is the time until both lines are decoded.
 pub const PHASES: [&str; 5] = ["decode", "apply", "l2", "encode", "queue"];
 
 /// Least time between two points in a block where the engine yields its CPU to the connection
@@ -149,33 +197,25 @@ pub struct Engine {
     last_fill_height: u64,
     stats: Arc<Mutex<EngineStats>>,
     record_timings: bool,
+    /// The levels of a request's view (`requests`).
     bids: Vec<UnitLevel>,
     asks: Vec<UnitLevel>,
-    /// Frames are encoded into this buffer and split off as shared `Bytes`.
-    out: BytesMut,
-    scratch: Vec<u8>,
     dead: Vec<ClientId>,
     /// The levels and frame last published per coin (indexed by `CoinId`) and subscription
     /// key: a coin's handful of views in a plain list, no hashing per view.
     views: Vec<Vec<ViewSlot>>,
-    /// Both sides of the coin being published, gathered once for all its views.
-    sides: [Vec<UnitLevel>; 2],
-    /// Per coin being published: positions (in key order) of the views that changed, where
-    /// they are in `views[coin]`, and the full-precision view whose levels they share, if
-    /// any; and their new frames.
-    changed: Vec<(usize, usize, Twin)>,
-    /// Per coin being published: `(nLevels, position in views[coin])` of each full-precision
-    /// view aggregated for this block.
-    fulls: Vec<(usize, usize, usize)>,
-    /// The levels of this block of the coin being published, per position of its views in the
-    /// key order: reused for every coin, so they stay in cache (per-view lists were cold
-    /// writes every block: the top of `aggregate_units` and of the encoder in perf).
-    pool: Vec<[Vec<UnitLevel>; 2]>,
-    frames: Vec<Bytes>,
-    /// Views aggregated since the last block's stats (the skip rule's effect, for benchmarks).
-    n_aggregated: u64,
-    /// When the block's first `l2Book` frame was queued (timings only).
-    first_frame: Option<Instant>,
+    /// Per compute thread (the engine's own first), its working state for a block's coins.
+    lanes: Vec<Lane>,
+    /// The second compute thread (`EngineConfig::threads` 2), built on the first block with
+    /// this thread as its other member; `None` before, and for good if that failed.
+    pool: Option<rayon::ThreadPool>,
+    pool_failed: bool,
+    /// Blocks whose coins were offered to both threads, and coins the helper thread took.
+    n_parallel: u64,
+    n_helper_coins: u64,
+    /// Test hook: the engine thread leaves every coin to the helper thread.
+    #[cfg(test)]
+    helper_only: bool,
     /// When the engine last woke (timings only).
     woken: Instant,
     /// Per stream (statuses, diffs): the height of the last line read, the wake before it and
@@ -232,7 +272,6 @@ impl Engine {
     pub fn new(config: EngineConfig, books: Books, followers: Vec<Follower>) -> Engine {
         let height = books.height();
         Engine {
-            config,
             books,
             followers,
             joiner: Joiner::new(height),
@@ -244,19 +283,18 @@ impl Engine {
             record_timings: false,
             bids: Vec::with_capacity(128),
             asks: Vec::with_capacity(128),
-            out: BytesMut::with_capacity(1 << 16),
-            scratch: Vec::with_capacity(32),
             dead: Vec::new(),
             views: Vec::new(),
-            sides: [Vec::with_capacity(256), Vec::with_capacity(256)],
-            changed: Vec::with_capacity(16),
-            fulls: Vec::with_capacity(4),
-            pool: Vec::new(),
-            frames: Vec::with_capacity(16),
-            n_aggregated: 0,
-            first_frame: None,
+            lanes: (0..config.threads.clamp(1, 2)).map(|_| Lane::new()).collect(),
+            pool: None,
+            pool_failed: false,
+            n_parallel: 0,
+            n_helper_coins: 0,
+            #[cfg(test)]
+            helper_only: false,
             woken: Instant::now(),
             read_at: [(0, Instant::now(), Instant::now()); 2],
+            config,
         }
     }
 
@@ -444,32 +482,29 @@ impl Engine {
 
     fn on_block(&mut self, height: u64, statuses_line: &Line, diffs_line: &Line) {
         let started = Instant::now();
-        let (mut statuses, mut diffs) = (Vec::<OrderStatus<'_>>::new(), Vec::<BookDiff<'_>>::new());
-        let (mut damaged, mut reports) = (Vec::new(), Vec::new());
-        // Only `open`/`triggered` statuses can put an order on the book; the rest matter only
-        // to l4Book subscribers, so without any they are skipped before decoding.
+        // The two lines are decoded at once when there are two threads: the statuses (about
+        // four fifths of the work) here, the diffs on the helper, which is woken by this very
+        // `join` (its wake-up overlaps the statuses); if it is late, this thread decodes the
+        // diffs too (rayon runs a job nobody stole on the thread that made it).
         let all_statuses = !self.subs.l4.is_empty();
-        let may_rest =
-            |raw: &str| all_statuses || raw.contains(r#""status":"open""#) || raw.contains(r#""status":"triggered""#);
-        let (st, dm, rp) = (&mut statuses, &mut damaged, &mut reports);
-        let fast_statuses = |text, out: &mut Vec<_>| fast::statuses(text, all_statuses, out);
-        let t1 = if all_statuses {
-            decode_events(statuses_line, fast_statuses, Some::<OrderStatus<'_>>, may_rest, st, dm, rp)
-        } else {
-            decode_events(statuses_line, fast_statuses, |r: RestingStatus<'_>| r.0, may_rest, st, dm, rp)
+        let both = self.two_threads();
+        let decode_statuses = || decode_statuses(statuses_line, all_statuses);
+        let decode_diffs = || decode_line(diffs_line, fast::diffs, Some::<BookDiff<'_>>, |_| true);
+        let (st, df) = match self.pool.as_ref().filter(|_| both) {
+            Some(pool) => pool.join(decode_statuses, decode_diffs),
+            None => (decode_statuses(), decode_diffs()),
         };
-        let (df, dm, rp) = (&mut diffs, &mut damaged, &mut reports);
-        let t2 = decode_events(diffs_line, fast::diffs, Some::<BookDiff<'_>>, |_| true, df, dm, rp);
-        let time = t1.or(t2).and_then(|t| parse_node_time(t).ok()).unwrap_or(self.books.time());
+        let time = st.time.or(df.time).and_then(|t| parse_node_time(t).ok()).unwrap_or(self.books.time());
+        let (mut statuses, mut diffs) = (st.events, df.events);
         if self.config.coins.is_some() {
             statuses.retain(|s| self.allowed(&s.order.coin));
             diffs.retain(|d| self.allowed(&d.coin));
         }
-        for r in reports {
+        for r in st.reports.into_iter().chain(df.reports) {
             self.report(r);
         }
         let mut newly_stale = Vec::new();
-        for coin in damaged {
+        for coin in st.damaged.into_iter().chain(df.damaged) {
             if self.allowed(&coin) {
                 let id = self.books.coin_id(&coin);
                 if !self.books.book(id).is_some_and(|b| b.stale) {
@@ -479,51 +514,32 @@ impl Engine {
             }
         }
         let decoded = Instant::now();
-        // Coin by coin: apply its diffs, then publish its views at once, so its frames leave
-        // while the other coins are still to be applied; a coin's frame is only built once
-        // all its diffs of the block are applied (its book is then at the end of the block).
         let mut plan = std::mem::take(&mut self.plan);
         self.books.plan_block(height, time, &statuses, &diffs, &mut plan);
         let timings = self.record_timings;
-        let mut apply_ns = if timings { decoded.elapsed().as_nanos() as u64 } else { 0 };
+        let plan_ns = if timings { decoded.elapsed().as_nanos() as u64 } else { 0 };
         for coin in newly_stale {
             self.announce_stale(coin);
         }
-        let mut l2_ns = [0u64; 2];
-        self.n_aggregated = 0;
-        self.first_frame = None;
-        let mut n_changed = 0u64;
-        let mut last_yield: Option<Instant> = None;
-        for g in 0..plan.len() {
-            let coin = plan.coin(g);
-            let t = timings.then(Instant::now);
-            let applied = self.books.apply_coin(&plan, g, &statuses, &diffs);
-            if let Some(t) = t {
-                apply_ns += t.elapsed().as_nanos() as u64;
-            }
-            n_changed += u64::from(applied.changed);
-            match applied.error {
-                Some(err) => {
-                    self.report(format!("{}: {err}; coin stale until the next snapshot", diffs_line.origin));
-                    self.announce_stale(coin);
-                }
-                None if applied.changed => {
-                    self.publish_l2(coin, &mut l2_ns);
-                    // Let the connection tasks this block's frames woke run now if they wait
-                    // for this CPU (the scheduler would let the rest of the block run first):
-                    // frames queued should leave before the next coins are computed. At most
-                    // once per `YIELD_EVERY`, from the first coin on, so that the block itself
-                    // is not handed away coin after coin.
-                    let now = Instant::now();
-                    if last_yield.is_none_or(|at| now.duration_since(at) >= YIELD_EVERY) {
-                        std::thread::yield_now();
-                        last_yield = Some(now);
-                    }
-                }
-                None => {}
-            }
-        }
+        let coins_started = timings.then(Instant::now);
+        self.run_coins(&plan, &statuses, &diffs, both);
+        let coins_ns = coins_started.map_or(0, |t| t.elapsed().as_nanos() as u64);
         self.plan = plan;
+        // What the lanes could not do off the engine thread: apply errors (reported, the coin
+        // announced stale) and frames a client's queue refused (slow or gone: disconnected).
+        for i in 0..self.lanes.len() {
+            let mut errors = std::mem::take(&mut self.lanes[i].errors);
+            for (coin, err) in errors.drain(..) {
+                self.report(format!("{}: {err}; coin stale until the next snapshot", diffs_line.origin));
+                self.announce_stale(coin);
+            }
+            self.lanes[i].errors = errors;
+            let mut undelivered = std::mem::take(&mut self.lanes[i].undelivered);
+            for (id, why) in undelivered.drain(..) {
+                self.subs.undelivered(id, why, &mut self.dead);
+            }
+            self.lanes[i].undelivered = undelivered;
+        }
         self.publish_l4(height, time, &statuses, &diffs);
         if let Ok(mut stats) = self.stats.lock() {
             stats.height = height;
@@ -531,16 +547,113 @@ impl Engine {
                 let done = Instant::now();
                 let total = done.duration_since(started).as_nanos() as u64;
                 let decode = decoded.duration_since(started).as_nanos() as u64;
-                // L4 frames and the per-coin overhead outside the other stages count as queueing.
-                let queue = total.saturating_sub(decode + apply_ns + l2_ns[0] + l2_ns[1]);
+                // Each lane's stages, summed over the lanes; the lanes' time outside them, and
+                // the engine's outside decode, plan and the coins, count as queueing.
+                let mut sums = [plan_ns, 0, 0];
+                let (mut queue, mut aggregated, mut changed) =
+                    (total.saturating_sub(decode + plan_ns + coins_ns), 0, 0);
+                let mut first_frame: Option<Instant> = None;
+                for lane in &self.lanes {
+                    for (s, ns) in sums.iter_mut().zip(lane.ns) {
+                        *s += ns;
+                    }
+                    queue += lane.busy_ns.saturating_sub(lane.ns.iter().sum());
+                    aggregated += lane.n_aggregated;
+                    changed += lane.n_changed;
+                    first_frame = match (first_frame, lane.first_frame) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
                 stats.block_ns.push(total);
-                stats.phase_ns.push([decode, apply_ns, l2_ns[0], l2_ns[1], queue]);
-                stats.views_aggregated.push(self.n_aggregated);
-                stats.coins_changed.push(n_changed);
+                stats.phase_ns.push([decode, sums[0], sums[1], sums[2], queue]);
+                stats.views_aggregated.push(aggregated);
+                stats.coins_changed.push(changed);
                 let time_ms = time.as_millis().max(0) as u64;
                 let lines = self.read_at.map(|(h, w, r)| if h == height { (w, r) } else { (started, started) });
-                stats.marks.push(BlockMarks { time_ms, lines, started, first_frame: self.first_frame, done });
+                stats.marks.push(BlockMarks { time_ms, lines, started, first_frame, done });
             }
+        }
+    }
+
+    /// True when this block runs on two threads: `EngineConfig::threads` is 2 and the pool
+    /// with this thread as its first member exists (built here on the first block; an engine
+    /// driven from another thread than the one that built it runs on one).
+    fn two_threads(&mut self) -> bool {
+        if self.lanes.len() < 2 || self.pool_failed {
+            return false;
+        }
+        if self.pool.is_none() {
+            let built = rayon::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .use_current_thread()
+                .thread_name(|i| format!("hl-engine-{i}"))
+                .build();
+            match built {
+                Ok(pool) => self.pool = Some(pool),
+                Err(err) => {
+                    tracing::warn!("the engine's second thread could not be started, running on one: {err}");
+                    self.pool_failed = true;
+                    return false;
+                }
+            }
+        }
+        self.pool.as_ref().is_some_and(|pool| pool.current_thread_index() == Some(0))
+    }
+
+    /// Applies and publishes every coin of the block (`plan`), on both threads when `both`:
+    /// each takes the next coin from one shared queue until none is left, so a late or
+    /// descheduled helper only means the engine thread does more of them (it never waits for
+    /// the helper to start: a helper job nobody stole is run by the engine thread, and finds
+    /// the queue empty). The block ends when both are done.
+    fn run_coins(&mut self, plan: &BlockPlan, statuses: &[OrderStatus<'_>], diffs: &[BookDiff<'_>], both: bool) {
+        let last = (0..plan.len()).map(|g| plan.coin(g).0 as usize + 1).max().unwrap_or(0);
+        if self.views.len() < last {
+            self.views.resize_with(last, Vec::new);
+        }
+        #[cfg(test)]
+        let helper_only = self.helper_only && both;
+        #[cfg(not(test))]
+        let helper_only = false;
+        let time_ms = self.books.time().as_millis().max(0) as u64;
+        let Engine { books, views, subs, lanes, pool, record_timings, .. } = self;
+        let (coins, parts) = books.split_block(plan);
+        let mut lists = views.iter_mut().enumerate();
+        let jobs: Vec<CoinJob<'_>> = parts
+            .filter_map(|part| {
+                let ci = part.coin.0 as usize;
+                let (_, views) = lists.find(|(i, _)| *i == ci)?;
+                Some(CoinJob { part, views })
+            })
+            .collect();
+        let ctx = BlockCtx { coins, plan, statuses, diffs, subs, time_ms, timings: *record_timings };
+        let queue = Mutex::new(jobs.into_iter());
+        for lane in lanes.iter_mut() {
+            lane.start_block();
+        }
+        match (pool.as_ref().filter(|_| both), lanes.split_first_mut()) {
+            (Some(pool), Some((first, [second, ..]))) => {
+                let helper_started = AtomicBool::new(false);
+                pool.join(
+                    || {
+                        if helper_only {
+                            while !helper_started.load(Ordering::Acquire) {
+                                std::thread::yield_now();
+                            }
+                        } else {
+                            first.drain(&ctx, &queue);
+                        }
+                    },
+                    || {
+                        helper_started.store(true, Ordering::Release);
+                        second.drain(&ctx, &queue);
+                    },
+                );
+                self.n_parallel += 1;
+                self.n_helper_coins += second.n_coins;
+            }
+            (_, Some((first, _))) => first.drain(&ctx, &queue),
+            (_, None) => {}
         }
     }
 
@@ -605,14 +718,7 @@ impl Engine {
         if views.len() <= ci {
             views.resize_with(ci + 1, Vec::new);
         }
-        let list = &mut views[ci];
-        match list.iter().position(|s| s.key == key) {
-            Some(at) => at,
-            None => {
-                list.push(ViewSlot { key, view: L2View::new(name) });
-                list.len() - 1
-            }
-        }
+        slot_at(&mut views[ci], key, name)
     }
 
     /// Encodes the aggregated levels (`self.bids`/`self.asks`) of `coin` as the new frame of
@@ -621,9 +727,10 @@ impl Engine {
         let spec = self.books.coins.spec(coin);
         let time_ms = self.books.time().as_millis().max(0) as u64;
         let at = Self::view_at(&mut self.views, coin, key, &spec.name);
+        let lane = &mut self.lanes[0];
         self.views[coin.0 as usize][at].view.encode(
-            &mut self.out,
-            &mut self.scratch,
+            &mut lane.out,
+            &mut lane.scratch,
             time_ms,
             spec.units,
             &self.bids,
@@ -631,17 +738,162 @@ impl Engine {
         )
     }
 
-    /// Publishes every subscribed view of `coin` that changed; adds the time spent aggregating
-    /// and encoding to `ns[0]` and `ns[1]` (only when timings are recorded).
-    fn publish_l2(&mut self, coin: CoinId, ns: &mut [u64; 2]) {
-        let Some(keys) = self.subs.l2.remove(&coin) else { return };
-        self.publish_l2_views(coin, &keys, ns);
-        self.subs.l2.insert(coin, keys);
+    fn reap(&mut self) {
+        while let Some(id) = self.dead.pop() {
+            self.drop_client(id);
+        }
     }
 
-    fn publish_l2_views(&mut self, coin: CoinId, keys: &BTreeMap<L2Key, Vec<ClientId>>, ns: &mut [u64; 2]) {
-        let started = self.record_timings.then(Instant::now);
-        let Some(book) = self.books.book(coin) else { return };
+    /// 2 once a block's coins were offered to two threads, else 1.
+    pub fn threads_used(&self) -> usize {
+        if self.n_parallel > 0 { 2 } else { 1 }
+    }
+
+    /// Clients connected now.
+    pub fn n_clients(&self) -> usize {
+        self.subs.n_clients()
+    }
+}
+
+/// One coin's share of a block: its book and touched range, and its views, borrowed apart
+/// from every other coin's, so two threads can each take coins.
+struct CoinJob<'a> {
+    part: CoinPart<'a>,
+    views: &'a mut Vec<ViewSlot>,
+}
+
+/// What every coin of a block reads (shared by the two threads).
+struct BlockCtx<'a, 'e> {
+    coins: &'a CoinTable,
+    plan: &'a BlockPlan,
+    statuses: &'a [OrderStatus<'e>],
+    diffs: &'a [BookDiff<'e>],
+    subs: &'a super::publish::Subscribers,
+    time_ms: u64,
+    timings: bool,
+}
+
+/// One compute thread's working state for a block's coins, reused from block to block, and
+/// what it leaves for the engine thread (apply errors, undelivered frames) and the stats.
+struct Lane {
+    /// Frames are encoded into this buffer and split off as shared `Bytes`.
+    out: BytesMut,
+    scratch: Vec<u8>,
+    /// Both sides of the coin being published, gathered once for all its views.
+    sides: [Vec<UnitLevel>; 2],
+    /// Per coin being published: positions (in key order) of the views that changed, where
+    /// they are in the coin's views, and the full-precision view whose levels they share, if
+    /// any; and their new frames.
+    changed: Vec<(usize, usize, Twin)>,
+    /// Per coin being published: `(nLevels, position in its views)` of each full-precision
+    /// view aggregated for this block.
+    fulls: Vec<(usize, usize, usize)>,
+    /// The levels of this block of the coin being published, per position of its views in the
+    /// key order: reused for every coin, so they stay in cache (per-view lists were cold
+    /// writes every block: the top of `aggregate_units` and of the encoder in perf).
+    pool: Vec<[Vec<UnitLevel>; 2]>,
+    frames: Vec<Bytes>,
+    /// Coins whose diffs could not be applied (now stale), for the engine thread to report.
+    errors: Vec<(CoinId, ApplyError)>,
+    /// Frames a client's queue refused, for the engine thread to disconnect it.
+    undelivered: Vec<(ClientId, Undelivered)>,
+    /// This block: coins taken, coins changed, views aggregated.
+    n_coins: u64,
+    n_changed: u64,
+    n_aggregated: u64,
+    /// This block (timings only): nanoseconds applying, aggregating and encoding, and in all.
+    ns: [u64; 3],
+    busy_ns: u64,
+    /// This block: when this lane queued its first `l2Book` frame (timings only).
+    first_frame: Option<Instant>,
+    last_yield: Option<Instant>,
+}
+
+impl Lane {
+    fn new() -> Lane {
+        Lane {
+            out: BytesMut::with_capacity(1 << 16),
+            scratch: Vec::with_capacity(32),
+            sides: [Vec::with_capacity(256), Vec::with_capacity(256)],
+            changed: Vec::with_capacity(16),
+            fulls: Vec::with_capacity(4),
+            pool: Vec::new(),
+            frames: Vec::with_capacity(16),
+            errors: Vec::new(),
+            undelivered: Vec::new(),
+            n_coins: 0,
+            n_changed: 0,
+            n_aggregated: 0,
+            ns: [0; 3],
+            busy_ns: 0,
+            first_frame: None,
+            last_yield: None,
+        }
+    }
+
+    fn start_block(&mut self) {
+        (self.n_coins, self.n_changed, self.n_aggregated) = (0, 0, 0);
+        (self.ns, self.busy_ns) = ([0; 3], 0);
+        (self.first_frame, self.last_yield) = (None, None);
+    }
+
+    /// Takes coins from `queue` until it is empty.
+    fn drain(&mut self, ctx: &BlockCtx<'_, '_>, queue: &Mutex<std::vec::IntoIter<CoinJob<'_>>>) {
+        let started = ctx.timings.then(Instant::now);
+        loop {
+            // A poisoned queue means the other thread panicked; the join re-raises it.
+            let job = match queue.lock() {
+                Ok(mut queue) => queue.next(),
+                Err(_) => None,
+            };
+            let Some(mut job) = job else { break };
+            self.run_coin(ctx, &mut job);
+        }
+        if let Some(t) = started {
+            self.busy_ns += t.elapsed().as_nanos() as u64;
+        }
+    }
+
+    /// One coin: apply its diffs, then publish its views at once, so its frames leave while
+    /// the other coins are still to be applied; a coin's frame is only built once all its
+    /// diffs of the block are applied (its book is then at the end of the block).
+    fn run_coin(&mut self, ctx: &BlockCtx<'_, '_>, job: &mut CoinJob<'_>) {
+        self.n_coins += 1;
+        let coin = job.part.coin;
+        let t = ctx.timings.then(Instant::now);
+        let applied = job.part.apply(ctx.coins.spec(coin), ctx.plan, ctx.statuses, ctx.diffs);
+        if let Some(t) = t {
+            self.ns[0] += t.elapsed().as_nanos() as u64;
+        }
+        self.n_changed += u64::from(applied.changed);
+        match applied.error {
+            Some(err) => self.errors.push((coin, err)),
+            None if applied.changed => {
+                if let Some(keys) = ctx.subs.l2.get(&coin) {
+                    self.publish_l2(ctx, job, keys);
+                }
+                // Let the connection tasks this block's frames woke run now if they wait
+                // for this CPU (the scheduler would let the rest of the block run first):
+                // frames queued should leave before the next coins are computed. At most
+                // once per `YIELD_EVERY`, from the first coin on, so that the block itself
+                // is not handed away coin after coin.
+                let now = Instant::now();
+                if self.last_yield.is_none_or(|at| now.duration_since(at) >= YIELD_EVERY) {
+                    std::thread::yield_now();
+                    self.last_yield = Some(now);
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// Publishes every subscribed view (`keys`) of the job's coin that changed; adds the time
+    /// spent aggregating and encoding to `ns` (only when timings are recorded).
+    fn publish_l2(&mut self, ctx: &BlockCtx<'_, '_>, job: &mut CoinJob<'_>, keys: &BTreeMap<L2Key, Vec<ClientId>>) {
+        let started = ctx.timings.then(Instant::now);
+        let CoinJob { part, views: list } = job;
+        let coin = part.coin;
+        let book = &*part.book;
         if book.stale {
             return;
         }
@@ -649,8 +901,8 @@ impl Engine {
         // last frame (`l2::side_may_change`); the others are aggregated from both sides,
         // gathered once, and compared with their last frame (a change outside the visible
         // levels sends nothing).
-        let touched = self.books.touched(coin).range;
-        let spec = self.books.coins.spec(coin);
+        let touched = part.touched().range;
+        let spec = ctx.coins.spec(coin);
         self.changed.clear();
         self.fulls.clear();
         if self.pool.len() < keys.len() {
@@ -658,8 +910,8 @@ impl Engine {
         }
         let mut gathered = false;
         for (pos, key) in keys.keys().enumerate() {
-            let at = Self::view_at(&mut self.views, coin, *key, &spec.name);
-            let slot = &mut self.views[coin.0 as usize][at];
+            let at = slot_at(list, *key, &spec.name);
+            let slot = &mut list[at];
             let (variant, n) = (L2Variant::ALL[usize::from(key.variant_idx)], usize::from(key.n_levels));
             if !slot.view.is_fresh()
                 && !crate::l2::side_may_change(slot.view.deepest(0), true, variant, n, touched[0])
@@ -672,7 +924,6 @@ impl Engine {
             // variant order, `Full` first) keeps every level at its variant has the twin's
             // levels (`l2::keeps_levels`): it is not aggregated, and shares the twin's frame
             // when that is new too.
-            let list = &mut self.views[coin.0 as usize];
             let pool = &self.pool;
             let twin = self.fulls.iter().find(|&&(m, _, _)| m == n).map(|&(_, p, t)| (p, t)).filter(|&(p, _)| {
                 let [b, a] = &pool[p];
@@ -700,11 +951,9 @@ impl Engine {
                 self.changed.push((pos, at, None));
             }
         }
-        let aggregated = self.record_timings.then(Instant::now);
+        let aggregated = ctx.timings.then(Instant::now);
         // 2. Encode the views that changed.
-        let time_ms = self.books.time().as_millis().max(0) as u64;
         self.frames.clear();
-        let list = &mut self.views[coin.0 as usize];
         for &(pos, at, twin) in &self.changed {
             let frame = match twin {
                 // The twin's frame of this block (encoded above): the same bytes.
@@ -715,38 +964,73 @@ impl Engine {
                 // Its own levels, or its twin's when only this view changed.
                 _ => {
                     let [bids, asks] = &self.pool[twin.map_or(pos, |(p, _)| p)];
-                    list[at].view.encode(&mut self.out, &mut self.scratch, time_ms, spec.units, bids, asks)
+                    list[at].view.encode(&mut self.out, &mut self.scratch, ctx.time_ms, spec.units, bids, asks)
                 }
             };
             self.frames.push(frame);
         }
-        let encoded = self.record_timings.then(Instant::now);
+        let encoded = ctx.timings.then(Instant::now);
         // 3. Queue: one shared frame per view for all its subscribers.
-        if self.record_timings && self.first_frame.is_none() && !self.frames.is_empty() {
+        if ctx.timings && self.first_frame.is_none() && !self.frames.is_empty() {
             self.first_frame = Some(Instant::now());
         }
         let mut next = self.changed.iter().zip(self.frames.drain(..)).peekable();
         for (pos, ids) in keys.values().enumerate() {
             let Some((_, frame)) = next.next_if(|((p, _, _), _)| *p == pos) else { continue };
             for &id in ids {
-                self.subs.send(id, frame.clone(), &mut self.dead);
+                if let Err(why) = ctx.subs.try_send(id, frame.clone()) {
+                    self.undelivered.push((id, why));
+                }
             }
         }
         if let (Some(a), Some(b), Some(c)) = (started, aggregated, encoded) {
-            ns[0] += b.duration_since(a).as_nanos() as u64;
-            ns[1] += c.duration_since(b).as_nanos() as u64;
+            self.ns[1] += b.duration_since(a).as_nanos() as u64;
+            self.ns[2] += c.duration_since(b).as_nanos() as u64;
         }
     }
+}
 
-    fn reap(&mut self) {
-        while let Some(id) = self.dead.pop() {
-            self.drop_client(id);
+/// Where the view `key` is in a coin's views `list`, created on first use.
+fn slot_at(list: &mut Vec<ViewSlot>, key: L2Key, name: &str) -> usize {
+    match list.iter().position(|s| s.key == key) {
+        Some(at) => at,
+        None => {
+            list.push(ViewSlot { key, view: L2View::new(name) });
+            list.len() - 1
         }
     }
+}
 
-    /// Clients connected now.
-    pub fn n_clients(&self) -> usize {
-        self.subs.n_clients()
+/// A line's decoded events, its block time, and what could not be decoded.
+struct Decoded<'a, T> {
+    events: Vec<T>,
+    time: Option<&'a str>,
+    damaged: Vec<String>,
+    reports: Vec<String>,
+}
+
+/// [`decode_events`] into a fresh [`Decoded`] (so each line can be decoded on its own thread).
+fn decode_line<'a, F: Deserialize<'a>, T: Deserialize<'a>>(
+    line: &'a Line,
+    fast: impl FnOnce(&'a str, &mut Vec<T>) -> Option<fast::Header<'a>>,
+    take: impl Fn(F) -> Option<T>,
+    keep: impl Fn(&str) -> bool,
+) -> Decoded<'a, T> {
+    let (mut events, mut damaged, mut reports) = (Vec::new(), Vec::new(), Vec::new());
+    let time = decode_events(line, fast, take, keep, &mut events, &mut damaged, &mut reports);
+    Decoded { events, time, damaged, reports }
+}
+
+/// The statuses line: every status when `all` (someone reads `l4Book`), else only those that
+/// can put an order on the book (`open`/`triggered`; the rest matter only to `l4Book`
+/// subscribers, so without any they are skipped before decoding).
+fn decode_statuses(line: &Line, all: bool) -> Decoded<'_, OrderStatus<'_>> {
+    let may_rest = |raw: &str| all || raw.contains(r#""status":"open""#) || raw.contains(r#""status":"triggered""#);
+    let fast_statuses = |text, out: &mut Vec<_>| fast::statuses(text, all, out);
+    if all {
+        decode_line(line, fast_statuses, Some::<OrderStatus<'_>>, may_rest)
+    } else {
+        decode_line(line, fast_statuses, |r: RestingStatus<'_>| r.0, may_rest)
     }
 }
 

@@ -152,18 +152,43 @@ impl Subscribers {
     /// Queues the text frame `frame` for `id`. A full queue disconnects the client with a reason; returns the
     /// ids that must be disconnected (the caller removes their subscriptions).
     pub fn send(&mut self, id: ClientId, frame: Bytes, dead: &mut Vec<ClientId>) {
-        let Some(client) = self.clients.get_mut(&id) else { return };
-        match client.tx.try_send(frame) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                let capacity = client.tx.max_capacity();
-                if let Some(kill) = client.kill.take() {
-                    let _ = kill.send(format!("slow client: {capacity} messages queued and unread"));
-                }
-                self.n_dropped_slow += 1;
-                dead.push(id);
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => dead.push(id),
+        if let Err(why) = self.try_send(id, frame) {
+            self.undelivered(id, why, dead);
         }
     }
+
+    /// Queues `frame` for `id` through a shared reference (any thread may, while the engine
+    /// publishes coins on two); a frame that could not be queued is handed to
+    /// [`Subscribers::undelivered`] afterwards, on the engine thread. An unknown id is ignored.
+    pub fn try_send(&self, id: ClientId, frame: Bytes) -> Result<(), Undelivered> {
+        let Some(client) = self.clients.get(&id) else { return Ok(()) };
+        match client.tx.try_send(frame) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(_)) => Err(Undelivered::Full),
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(Undelivered::Closed),
+        }
+    }
+
+    /// What a frame `try_send` could not queue means: a full queue disconnects the client with
+    /// a reason (once); either way `id` goes to `dead` (the caller removes its subscriptions).
+    pub fn undelivered(&mut self, id: ClientId, why: Undelivered, dead: &mut Vec<ClientId>) {
+        if why == Undelivered::Full {
+            let Some(client) = self.clients.get_mut(&id) else { return };
+            let capacity = client.tx.max_capacity();
+            if let Some(kill) = client.kill.take() {
+                let _ = kill.send(format!("slow client: {capacity} messages queued and unread"));
+            }
+            self.n_dropped_slow += 1;
+        }
+        dead.push(id);
+    }
+}
+
+/// Why `Subscribers::try_send` could not queue a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Undelivered {
+    /// The client's bounded queue is full: it reads too slowly.
+    Full,
+    /// The connection is gone.
+    Closed,
 }

@@ -113,17 +113,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     result
 }
 
-fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
-    // 1. Per-block processing, ticktrade's engine driven synchronously.
+/// Per-block figures of one engine configuration (`bench hl`'s step 1).
+struct PerBlock {
+    hist: Histogram,
+    /// Stage means and each stage's own p99 (`engine::PHASES`).
+    phases: [u64; 5],
+    phase_p99: [u64; 5],
+    views_aggregated: f64,
+    coins_changed: f64,
+    n_frames: u64,
+    n_statuses: u64,
+    n_diffs: u64,
+    /// Every block processed (warm-up included), for the baseline.
+    blocks: Vec<GenBlock>,
+}
+
+const WARMUP: u64 = 20;
+
+/// ticktrade's engine on `threads` threads, driven synchronously (this thread is its engine
+/// thread) over the generator's blocks written under `tmp`.
+fn per_block(args: &Args, tmp: &std::path::Path, threads: usize) -> anyhow::Result<PerBlock> {
     let mut generator = generator(args);
     let books = books_of(&generator)?;
-    let mut baseline = baseline::Baseline::new(&books);
     let followers = Stream::ALL.iter().map(|&s| {
         let mut f = Follower::new(tmp, s);
         f.seek_height(books.height()).map(|()| f)
     });
     let followers = followers.collect::<Result<Vec<_>, _>>().context("followers")?;
-    let mut engine = Engine::new(EngineConfig::default(), books, followers);
+    let mut engine = Engine::new(EngineConfig { threads, ..EngineConfig::default() }, books, followers);
     engine.record_timings(true);
     let (tx, mut rx) = tokio::sync::mpsc::channel(1 << 20);
     let (kill, _killed) = tokio::sync::oneshot::channel();
@@ -134,7 +151,7 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
     }
     while rx.try_recv().is_ok() {}
     let mut writer = GenWriter::new(tmp);
-    let warmup = 20;
+    let warmup = WARMUP;
     let mut blocks: Vec<GenBlock> = Vec::new();
     let (mut n_frames, mut n_statuses, mut n_diffs) = (0u64, 0u64, 0u64);
     for i in 0..warmup + args.blocks {
@@ -152,43 +169,62 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
         }
         blocks.push(block);
     }
+    anyhow::ensure!(
+        engine.threads_used() == threads,
+        "the engine ran on {} threads, not {threads}",
+        engine.threads_used()
+    );
     let stats = engine.stats();
-    let mut ticktrade = Histogram::new();
-    let phases: [u64; 5];
-    let mut phase_p99 = [0u64; 5];
-    let views_aggregated: f64;
-    let coins_changed: f64;
-    {
-        let stats = stats.lock().map_err(|_| anyhow::anyhow!("stats poisoned"))?;
-        anyhow::ensure!(
-            stats.reports.is_empty(),
-            "engine reported problems: {:?}",
-            &stats.reports[..stats.reports.len().min(3)]
-        );
-        for &ns in stats.block_ns.iter().skip(warmup as usize) {
-            ticktrade.record(ns);
-        }
-        let timed = stats.phase_ns.get(warmup as usize..).unwrap_or(&[]);
-        let n = timed.len().max(1) as u64;
-        let mut sum = [0u64; 5];
-        for p in timed {
-            for (s, x) in sum.iter_mut().zip(p) {
-                *s += x;
-            }
-        }
-        phases = sum.map(|s| s / n);
-        let aggregated = stats.views_aggregated.get(warmup as usize..).unwrap_or(&[]);
-        views_aggregated = aggregated.iter().sum::<u64>() as f64 / aggregated.len().max(1) as f64;
-        let changed = stats.coins_changed.get(warmup as usize..).unwrap_or(&[]);
-        coins_changed = changed.iter().sum::<u64>() as f64 / changed.len().max(1) as f64;
-        for (i, p99) in phase_p99.iter_mut().enumerate() {
-            let mut h = Histogram::new();
-            for p in timed {
-                h.record(p[i]);
-            }
-            *p99 = h.percentiles().p99;
+    let stats = stats.lock().map_err(|_| anyhow::anyhow!("stats poisoned"))?;
+    anyhow::ensure!(
+        stats.reports.is_empty(),
+        "engine reported problems: {:?}",
+        &stats.reports[..stats.reports.len().min(3)]
+    );
+    let mut hist = Histogram::new();
+    for &ns in stats.block_ns.iter().skip(warmup as usize) {
+        hist.record(ns);
+    }
+    let timed = stats.phase_ns.get(warmup as usize..).unwrap_or(&[]);
+    let n = timed.len().max(1) as u64;
+    let mut sum = [0u64; 5];
+    for p in timed {
+        for (s, x) in sum.iter_mut().zip(p) {
+            *s += x;
         }
     }
+    let mut phase_p99 = [0u64; 5];
+    for (i, p99) in phase_p99.iter_mut().enumerate() {
+        let mut h = Histogram::new();
+        for p in timed {
+            h.record(p[i]);
+        }
+        *p99 = h.percentiles().p99;
+    }
+    let aggregated = stats.views_aggregated.get(warmup as usize..).unwrap_or(&[]);
+    let changed = stats.coins_changed.get(warmup as usize..).unwrap_or(&[]);
+    Ok(PerBlock {
+        hist,
+        phases: sum.map(|s| s / n),
+        phase_p99,
+        views_aggregated: aggregated.iter().sum::<u64>() as f64 / aggregated.len().max(1) as f64,
+        coins_changed: changed.iter().sum::<u64>() as f64 / changed.len().max(1) as f64,
+        n_frames,
+        n_statuses,
+        n_diffs,
+        blocks,
+    })
+}
+
+fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
+    // 1. Per-block processing, ticktrade's engine driven synchronously: on one thread, then
+    // on two (the same lines: the generator is seeded).
+    let one = per_block(args, &tmp.join("one"), 1)?;
+    let two = per_block(args, &tmp.join("two"), 2)?;
+    let mut baseline = baseline::Baseline::new(&books_of(&generator(args))?);
+    let warmup = WARMUP;
+    let blocks = &one.blocks;
+    anyhow::ensure!(one.n_frames == two.n_frames, "1 thread sent {} frames, 2 threads {}", one.n_frames, two.n_frames);
     // 2. The baseline on the same lines.
     let mut base = Histogram::new();
     for (i, block) in blocks.iter().enumerate() {
@@ -203,11 +239,13 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
     let per = |n: u64| n as f64 / args.blocks.max(1) as f64;
     let base_p50 = base.percentiles().p50;
     let mut series = vec![
-        Series::from_histogram("hl block: ticktrade (changed coins, subscribed variants)", &ticktrade)
-            .with_baseline_p50(base_p50),
+        Series::from_histogram("hl block: ticktrade (1 thread)", &one.hist).with_baseline_p50(base_p50),
+        Series::from_histogram("hl block: ticktrade (2 threads)", &two.hist).with_baseline_p50(base_p50),
         Series::from_histogram("hl block: baseline (clone all books, 7 variants x all coins)", &base),
     ];
     series.extend(e2e.series);
+    let default = EngineConfig::default_threads();
+    let (main, other) = if default == 2 { (&two, &one) } else { (&one, &two) };
     let stages = |v: [u64; 5]| {
         PHASES
             .iter()
@@ -218,19 +256,23 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
     };
     let notes = format!(
         "hl block covers: both lines of the block in memory -> every l2Book frame queued (decode, apply to L4, L2 of changed coins x subscribed variants, encode, try_send); not the file read, not the socket writes (connection tasks)\n\
-         ticktrade per block, stage mean: {}\n\
-         ticktrade per block, stage p99 (each on its own): {}\n\
+         hl block: ticktrade on 1 thread, and on 2 (the engine's and one helper: the two lines decoded at once, then each takes the next changed coin until none is left); the e2e server runs the default ({} threads here)\n\
+         ticktrade per block, stage mean, {default} thread(s): {}\n\
+         ticktrade per block, stage p99 (each on its own), {default} thread(s): {}\n\
+         ticktrade per block, stage mean, the other: {}; with 2 threads apply/l2/encode/queue are summed over both threads\n\
          {} coins, {} l2Book subscriptions; per block: {:.0} statuses, {:.0} diffs, {:.1} coins changed ({:.0} views of theirs subscribed), {:.0} views aggregated (the others kept by the touched-range rule), {:.0} l2Book frames (ticktrade) vs {} (baseline); e2e: {} blocks every {} ms, {} frames\n",
-        stages(phases),
-        stages(phase_p99),
+        EngineConfig::default_threads(),
+        stages(main.phases),
+        stages(main.phase_p99),
+        stages(other.phases),
         args.coins,
         args.coins * 7,
-        per(n_statuses),
-        per(n_diffs),
-        coins_changed,
-        coins_changed * 7.0,
-        views_aggregated,
-        per(n_frames),
+        per(main.n_statuses),
+        per(main.n_diffs),
+        main.coins_changed,
+        main.coins_changed * 7.0,
+        main.views_aggregated,
+        per(main.n_frames),
         args.coins * 7,
         args.e2e_blocks,
         args.block_ms,

@@ -58,6 +58,10 @@ pub struct Args {
     /// Polling fallback interval (file notifications normally wake the server at once).
     #[arg(long, default_value_t = 100)]
     pub poll_ms: u64,
+    /// Threads that decode, apply and publish each block: 1, or 2 (the engine's and one
+    /// helper). Default: 2 when the machine has at least 2 CPUs, else 1.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub threads: Option<u8>,
 }
 
 /// `$HOME/hl/data`, hl-node's own default.
@@ -154,6 +158,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         raw: args.raw,
         poll: Duration::from_millis(args.poll_ms.max(1)),
         stop_after: None,
+        threads: args.threads.map_or_else(EngineConfig::default_threads, usize::from),
     };
     let engine = Engine::new(config, start_state.books, followers);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;

@@ -8,10 +8,11 @@ use crate::synth::{GenConfig, Generator};
 /// A generated 12-coin market (300 order actions per block) and an engine over its snapshot,
 /// following `dir`, with one client (id 1) connected: the generator, the engine, the client's
 /// frames and its kill signal (kept alive by the caller). The followers read at most
-/// `read_limit` bytes per call.
+/// `read_limit` bytes per call; the engine computes on `threads` threads.
 fn generated_engine(
     dir: &std::path::Path,
     read_limit: u64,
+    threads: usize,
 ) -> (Generator, Engine, mpsc::Receiver<Bytes>, oneshot::Receiver<String>) {
     let generator = Generator::new(&GenConfig { n_coins: 12, orders_per_block: 300, ..GenConfig::default() });
     let (meta, spot) = generator.meta_json();
@@ -28,7 +29,7 @@ fn generated_engine(
             f
         })
         .collect();
-    let mut engine = Engine::new(EngineConfig::default(), books, followers);
+    let mut engine = Engine::new(EngineConfig { threads, ..EngineConfig::default() }, books, followers);
     let (tx, rx) = mpsc::channel(1 << 20);
     let (kill, killed) = oneshot::channel();
     engine.handle(EngineMsg::Connect { id: 1, tx, kill });
@@ -40,8 +41,14 @@ fn generated_engine(
 /// that changed. Views of 20 and of 3 levels, so both deep and shallow views are checked.
 #[test]
 fn skipped_views_equal_a_full_recompute_every_block() {
+    for threads in [1, 2] {
+        skipped_views_equal_a_full_recompute(threads);
+    }
+}
+
+fn skipped_views_equal_a_full_recompute(threads: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path(), crate::follow::READ_LIMIT);
+    let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path(), crate::follow::READ_LIMIT, threads);
     engine.record_timings(true);
     let names: Vec<String> = generator.coins().iter().map(|c| c.name.clone()).collect();
     for coin in &names {
@@ -87,6 +94,7 @@ fn skipped_views_equal_a_full_recompute_every_block() {
     // The rule did skip views: fewer aggregated than (changed coins × views) over the run.
     let aggregated: u64 = stats.views_aggregated.iter().sum();
     assert!(aggregated > 0 && aggregated < 80 * names.len() as u64 * 14, "{aggregated}");
+    assert_eq!(engine.n_parallel, if threads == 2 { 80 } else { 0 });
 }
 
 /// Coins are applied and published one at a time: every `l2Book` frame of a block is built from
@@ -96,8 +104,14 @@ fn skipped_views_equal_a_full_recompute_every_block() {
 /// (checked), so a coin published after a prefix of its diffs, or after each diff, fails here.
 #[test]
 fn every_frame_is_built_from_its_coins_whole_block() {
+    for threads in [1, 2] {
+        every_frame_is_built_from_its_coins_whole(threads);
+    }
+}
+
+fn every_frame_is_built_from_its_coins_whole(threads: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path(), crate::follow::READ_LIMIT);
+    let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path(), crate::follow::READ_LIMIT, threads);
     let names: Vec<String> = generator.coins().iter().map(|c| c.name.clone()).collect();
     for coin in &names {
         let text =
@@ -144,6 +158,7 @@ fn every_frame_is_built_from_its_coins_whole_block() {
     assert!(stats.lock().unwrap().reports.is_empty());
     assert!(n_interleaved > 60, "the generator's lines should interleave coins ({n_interleaved})");
     assert!(n_frames > 60 * 3, "{n_frames}");
+    assert_eq!(engine.n_parallel, if threads == 2 { 60 } else { 0 });
 }
 
 /// Catching up on lines already written goes in bounded reads (here 4 KB per call, a block's
@@ -152,7 +167,7 @@ fn every_frame_is_built_from_its_coins_whole_block() {
 #[test]
 fn one_poll_catches_up_in_bounded_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path(), 4096);
+    let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path(), 4096, 2);
     let mut writer = GenWriter::new(dir.path());
     let mut last = 0;
     for i in 0..30 {
@@ -167,4 +182,156 @@ fn one_poll_catches_up_in_bounded_reads() {
     assert!(stats.reports.is_empty(), "{:?}", stats.reports);
     assert_eq!(stats.height, last);
     while rx.try_recv().is_ok() {}
+}
+
+/// Subscribes client `id` to `l2Book` of every coin in `names` at every variant, with
+/// `n_levels` (None: the default 20).
+fn subscribe_all(engine: &mut Engine, id: ClientId, names: &[String], n_levels: Option<u32>) {
+    for coin in names {
+        for v in L2Variant::ALL {
+            let text = serde_json::json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": coin, "nSigFigs": v.n_sig_figs(), "mantissa": (v.mantissa() > 1).then_some(v.mantissa()), "nLevels": n_levels}}).to_string();
+            let message = ClientMessage::parse(&text).unwrap();
+            engine.handle(EngineMsg::Request { id, message, text });
+        }
+    }
+}
+
+/// Per client: every frame it received, split by block (the `time` each frame carries, in
+/// the order received: a frame of an older block after a newer one fails here), and within a
+/// block by coin in the order received.
+type ByBlock = Vec<BTreeMap<String, Vec<Bytes>>>;
+
+fn received_by_block(rx: &mut mpsc::Receiver<Bytes>) -> ByBlock {
+    let mut blocks: ByBlock = Vec::new();
+    let mut last_time = 0;
+    while let Ok(frame) = rx.try_recv() {
+        let value: serde_json::Value = serde_json::from_slice(&frame).unwrap();
+        if value["channel"] == "subscriptionResponse" {
+            continue;
+        }
+        assert_eq!(value["channel"], "l2Book", "{value}");
+        let time = value["data"]["time"].as_u64().unwrap();
+        assert!(time >= last_time, "a frame of block time {time} after one of {last_time}");
+        if time > last_time || blocks.is_empty() {
+            blocks.push(BTreeMap::new());
+            last_time = time;
+        }
+        let coin = value["data"]["coin"].as_str().unwrap().to_owned();
+        blocks.last_mut().unwrap().entry(coin).or_default().push(frame);
+    }
+    blocks
+}
+
+/// The frames every client receives are byte for byte the same on one thread and on two,
+/// over 200 blocks written at once and caught up in one poll (blocks back to back): every
+/// variant of every coin at 20 levels for client 1, at 5 levels for client 2 (every other
+/// coin), and in block order (a coin's frames of block h before any frame of block h+1).
+/// Only the order between coins within a block may differ.
+#[test]
+fn two_threads_send_the_same_frames_as_one() {
+    let mut received = Vec::new();
+    for threads in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut generator, mut engine, mut rx1, _killed1) =
+            generated_engine(dir.path(), crate::follow::READ_LIMIT, threads);
+        let (tx2, mut rx2) = mpsc::channel(1 << 20);
+        let (kill2, _killed2) = oneshot::channel();
+        engine.handle(EngineMsg::Connect { id: 2, tx: tx2, kill: kill2 });
+        let names: Vec<String> = generator.coins().iter().map(|c| c.name.clone()).collect();
+        subscribe_all(&mut engine, 1, &names, None);
+        let every_other: Vec<String> = names.iter().step_by(2).cloned().collect();
+        subscribe_all(&mut engine, 2, &every_other, Some(5));
+        let mut writer = GenWriter::new(dir.path());
+        for i in 0..200 {
+            let block = generator.next_block(Utc::from_millis(1_777_582_800_000 + i * 100));
+            writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills]).unwrap();
+        }
+        engine.poll_files();
+        let stats = engine.stats();
+        assert!(stats.lock().unwrap().reports.is_empty());
+        if threads == 2 {
+            assert_eq!(engine.n_parallel, 200, "every block offered to both threads");
+            assert!(engine.n_helper_coins > 0, "the helper thread took no coin");
+        }
+        let (by_block1, by_block2) = (received_by_block(&mut rx1), received_by_block(&mut rx2));
+        // The snapshot frames of the subscriptions, then 200 blocks.
+        assert_eq!(by_block1.len(), 201);
+        assert!(by_block2.len() > 150, "{}", by_block2.len());
+        received.push((by_block1, by_block2));
+    }
+    let n_frames: usize = received[0].0.iter().flat_map(|b| b.values()).map(Vec::len).sum();
+    assert!(n_frames > 200 * 12, "{n_frames}");
+    assert!(received[0] == received[1], "frames differ between one thread and two");
+}
+
+/// A coin whose diff cannot be applied while the helper thread applies it (the engine
+/// thread takes no coin here) goes stale: the block's other coins are published, the error
+/// is reported on the engine thread and the coin's subscribers are told; the next blocks
+/// carry on without it.
+#[test]
+fn a_coin_going_stale_on_the_helper_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path(), crate::follow::READ_LIMIT, 2);
+    engine.helper_only = true;
+    let names: Vec<String> = generator.coins().iter().map(|c| c.name.clone()).collect();
+    for coin in &names {
+        let text =
+            serde_json::json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": coin}}).to_string();
+        let message = ClientMessage::parse(&text).unwrap();
+        engine.handle(EngineMsg::Request { id: 1, message, text });
+    }
+    while rx.try_recv().is_ok() {}
+    let mut writer = GenWriter::new(dir.path());
+    let mut block = generator.next_block(Utc::from_millis(1_777_582_800_000));
+    // A `new` diff with no status in the block: it cannot be applied.
+    let bad = format!(
+        r#"{{"user":"0x01","oid":999999999,"coin":"{}","side":"B","px":"1.0","raw_book_diff":{{"new":{{"sz":"1.0"}}}}}},"#,
+        names[0]
+    );
+    let at = block.diffs.find("\"events\":[").unwrap() + "\"events\":[".len();
+    block.diffs.insert_str(at, &bad);
+    writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills]).unwrap();
+    engine.poll_files();
+    let mut coins = HashSet::new();
+    let mut errors = Vec::new();
+    while let Ok(frame) = rx.try_recv() {
+        let value: serde_json::Value = serde_json::from_slice(&frame).unwrap();
+        match value["channel"].as_str() {
+            Some("error") => errors.push(value["data"].as_str().unwrap().to_owned()),
+            _ => {
+                coins.insert(value["data"]["coin"].as_str().unwrap().to_owned());
+            }
+        }
+    }
+    assert_eq!(
+        errors,
+        [format!(
+            "Order book for {} is stale (its data could not be applied); no updates until the next snapshot",
+            names[0]
+        )]
+    );
+    assert!(!coins.contains(&names[0]) && coins.len() > 3, "{coins:?}");
+    let stale = engine.books.coins.id(&names[0]).unwrap();
+    assert!(engine.books.book(stale).unwrap().stale);
+    {
+        let stats = engine.stats();
+        let stats = stats.lock().unwrap();
+        assert_eq!(stats.reports.len(), 1, "{:?}", stats.reports);
+        assert!(stats.reports[0].contains("no open/triggered status"), "{:?}", stats.reports);
+    }
+    assert_eq!(engine.n_parallel, 1);
+    let coins_in_block = engine.plan.len() as u64;
+    assert_eq!(engine.n_helper_coins, coins_in_block, "the helper took every coin");
+    // The next blocks: published by the helper, never for the stale coin, with no new report.
+    for i in 1..20 {
+        let block = generator.next_block(Utc::from_millis(1_777_582_800_000 + i * 100));
+        writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills]).unwrap();
+        engine.poll_files();
+        while let Ok(frame) = rx.try_recv() {
+            let value: serde_json::Value = serde_json::from_slice(&frame).unwrap();
+            assert_eq!(value["channel"], "l2Book");
+            assert_ne!(value["data"]["coin"].as_str(), Some(names[0].as_str()));
+        }
+    }
+    assert_eq!(engine.stats().lock().unwrap().reports.len(), 1);
 }
