@@ -155,6 +155,7 @@ pub struct CurvePoint {
 pub struct Percentiles {
     pub count: u64,
     pub min: u64,
+    pub p25: u64,
     pub p50: u64,
     pub p75: u64,
     pub p90: u64,
@@ -172,6 +173,7 @@ impl Percentiles {
         Percentiles {
             count: inner.len(),
             min: inner.min(),
+            p25: inner.value_at_quantile(0.25),
             p50: inner.value_at_quantile(0.50),
             p75: inner.value_at_quantile(0.75),
             p90: inner.value_at_quantile(0.90),
@@ -182,9 +184,10 @@ impl Percentiles {
     }
 
     /// `(label, value)` for the table's value columns, in order.
-    pub fn columns(&self) -> [(&'static str, u64); 7] {
+    pub fn columns(&self) -> [(&'static str, u64); 8] {
         [
             ("min", self.min),
+            ("p25", self.p25),
             ("p50", self.p50),
             ("p75", self.p75),
             ("p90", self.p90),
@@ -242,10 +245,19 @@ impl Series {
         if p.count == 0 {
             return Vec::new();
         }
-        [(0.0, p.min), (0.5, p.p50), (0.75, p.p75), (0.9, p.p90), (0.99, p.p99), (0.999, p.p999), (1.0, p.max)]
-            .into_iter()
-            .map(|(quantile, value_ns)| CurvePoint { quantile, value_ns })
-            .collect()
+        [
+            (0.0, p.min),
+            (0.25, p.p25),
+            (0.5, p.p50),
+            (0.75, p.p75),
+            (0.9, p.p90),
+            (0.99, p.p99),
+            (0.999, p.p999),
+            (1.0, p.max),
+        ]
+        .into_iter()
+        .map(|(quantile, value_ns)| CurvePoint { quantile, value_ns })
+        .collect()
     }
 }
 
@@ -268,7 +280,7 @@ mod tests {
         let p = uniform(1000).percentiles();
         assert_eq!(
             p,
-            Percentiles { count: 1000, min: 1, p50: 500, p75: 750, p90: 900, p99: 990, p999: 999, max: 1000 }
+            Percentiles { count: 1000, min: 1, p25: 250, p50: 500, p75: 750, p90: 900, p99: 990, p999: 999, max: 1000 }
         );
     }
 
@@ -374,7 +386,7 @@ mod tests {
             values.sort_unstable();
             let p = histogram.percentiles();
             prop_assert_eq!(p.count, values.len() as u64);
-            for (q, got) in [(0.5, p.p50), (0.75, p.p75), (0.9, p.p90), (0.99, p.p99), (0.999, p.p999), (1.0, p.max)] {
+            for (q, got) in [(0.25, p.p25), (0.5, p.p50), (0.75, p.p75), (0.9, p.p90), (0.99, p.p99), (0.999, p.p999), (1.0, p.max)] {
                 let want = naive_quantile(&values, q);
                 // Reported as the top of the bucket holding `want`: never below, at most 0.1% above.
                 prop_assert!(got >= want && got - want <= want / 1000 + 1, "q={} got={} want={}", q, got, want);

@@ -22,7 +22,7 @@ const BENCHES: &[(&str, &[&str])] = &[
     ("feed", &["--clients", "1,10", "--seconds", "1"]),
 ];
 
-const SERIES_KEYS: [&str; 10] = ["name", "unit", "count", "min", "p50", "p75", "p90", "p99", "p999", "max"];
+const SERIES_KEYS: [&str; 11] = ["name", "unit", "count", "min", "p25", "p50", "p75", "p90", "p99", "p999", "max"];
 const BOOK_SUMMARY_KEYS: [&str; 5] =
     ["ticktrade_ns_per_delta", "baseline_ns_per_delta", "ratio", "aggregate_all_variants_ns", "deep_book_ns_per_delta"];
 
@@ -48,7 +48,7 @@ fn check_series_line(line: &Value, context: &str) {
     assert_eq!(line["unit"], "ns", "{context}");
     let n = |k: &str| line[k].as_u64().unwrap_or_else(|| panic!("{context}: {k} not an integer in {line}"));
     assert!(n("count") > 0, "{context}: {line}");
-    let ordered = ["min", "p50", "p75", "p90", "p99", "p999", "max"].map(n);
+    let ordered = ["min", "p25", "p50", "p75", "p90", "p99", "p999", "max"].map(n);
     assert!(ordered.windows(2).all(|w| w[0] <= w[1]), "{context}: percentiles out of order in {line}");
     if let Some(ratio) = line["ratio"].as_f64() {
         let expected = n("baseline_p50") as f64 / n("p50") as f64;
@@ -98,7 +98,7 @@ fn bench_all_quick_writes_the_report() {
     for (section, (name, _)) in sections[1..].iter().zip(BENCHES) {
         assert!(section.contains(&format!("Command: `ticktrade bench {name} ")), "{name}: no command");
         assert!(
-            section.contains("| name | count | min | p50 | p75 | p90 | p99 | p99.9 | max |"),
+            section.contains("| name | count | min | p25 | p50 | p75 | p90 | p99 | p99.9 | max |"),
             "{name}: no percentile table:\n{section}"
         );
         let table_rows = section.lines().filter(|l| l.starts_with("| `")).count();

@@ -1,6 +1,6 @@
 //! JSON lines: one object per series per line, for scripts and for comparing runs.
 //!
-//! Keys, in order: `name`, `unit` (always `"ns"`), `count`, `min`, `p50`, `p75`, `p90`, `p99`,
+//! Keys, in order: `name`, `unit` (always `"ns"`), `count`, `min`, `p25`, `p50`, `p75`, `p90`, `p99`,
 //! `p999`, `max`; then, only when the series has a baseline, `baseline_p50` and `ratio`
 //! (`baseline_p50 / p50`, `null` when `p50` is zero). Values are integer nanoseconds.
 
@@ -16,6 +16,7 @@ struct Line<'a> {
     unit: &'a str,
     count: u64,
     min: u64,
+    p25: u64,
     p50: u64,
     p75: u64,
     p90: u64,
@@ -36,6 +37,7 @@ impl<'a> Line<'a> {
             unit: series.unit,
             count: p.count,
             min: p.min,
+            p25: p.p25,
             p50: p.p50,
             p75: p.p75,
             p90: p.p90,
@@ -77,7 +79,7 @@ mod tests {
     use serde_json::Value;
 
     fn percentiles() -> Percentiles {
-        Percentiles { count: 3, min: 1, p50: 200, p75: 300, p90: 400, p99: 500, p999: 600, max: 700 }
+        Percentiles { count: 3, min: 1, p25: 100, p50: 200, p75: 300, p90: 400, p99: 500, p999: 600, max: 700 }
     }
 
     fn keys(value: &Value) -> Vec<&str> {
@@ -98,7 +100,7 @@ mod tests {
         assert_eq!(lines.len(), 2);
         assert!(text.ends_with('\n'));
 
-        let base = ["name", "unit", "count", "min", "p50", "p75", "p90", "p99", "p999", "max"];
+        let base = ["name", "unit", "count", "min", "p25", "p50", "p75", "p90", "p99", "p999", "max"];
         let mut with_baseline = base.to_vec();
         with_baseline.extend(["baseline_p50", "ratio"]);
         let mut got = keys(&lines[0]);
@@ -117,6 +119,7 @@ mod tests {
         for (key, want) in [
             ("count", 3),
             ("min", 1),
+            ("p25", 100),
             ("p50", 200),
             ("p75", 300),
             ("p90", 400),

@@ -539,6 +539,7 @@ mod tests {
             Percentiles {
                 count: 5,
                 min: 900,
+                p25: 950,
                 p50: 1_000,
                 p75: 1_100,
                 p90: 1_500,

@@ -11,15 +11,17 @@ const GAP: &str = "  ";
 /// Writes the table, one line per row, each ending in `\n`, no trailing spaces.
 ///
 /// ```text
-/// name       count    min     p50     p75     p90     p99   p99.9     max  baseline_p50  ratio
-/// ticktrade  10000  116ns  4.03µs  4.50µs  5.10µs  9.80µs  25.0µs  31.2µs        12.9µs  3.20x
+/// name       count    min     p25     p50     p75     p90     p99   p99.9     max  baseline_p50  ratio
+/// ticktrade  10000  116ns  3.60µs  4.03µs  4.50µs  5.10µs  9.80µs  25.0µs  31.2µs        12.9µs  3.20x
 /// ```
 pub fn write_table<W: fmt::Write + ?Sized>(out: &mut W, series: &[Series]) -> fmt::Result {
     let with_baseline = series.iter().any(|s| s.baseline_p50.is_some());
     let mut rows: Vec<Vec<String>> = Vec::with_capacity(series.len() + 1);
 
-    let mut header: Vec<String> =
-        ["name", "count", "min", "p50", "p75", "p90", "p99", "p99.9", "max"].iter().map(|h| h.to_string()).collect();
+    let mut header: Vec<String> = ["name", "count", "min", "p25", "p50", "p75", "p90", "p99", "p99.9", "max"]
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
     if with_baseline {
         header.extend(["baseline_p50".to_string(), "ratio".to_string()]);
     }
@@ -75,6 +77,7 @@ mod tests {
         Percentiles {
             count: 10_000,
             min: base / 40,
+            p25: base - base / 8,
             p50: base,
             p75: base + base / 8,
             p90: base * 5 / 4,
@@ -92,10 +95,10 @@ mod tests {
             Series::new("empty", Percentiles::default()),
         ];
         let expected = "\
-name           count    min     p50     p75     p90     p99   p99.9     max
-decode         10000    2ns   116ns   130ns   145ns   290ns   696ns   928ns
-tick_to_trade  10000  100ns  4.03µs  4.53µs  5.04µs  10.1µs  24.2µs  32.2µs
-empty              0    0ns     0ns     0ns     0ns     0ns     0ns     0ns
+name           count    min     p25     p50     p75     p90     p99   p99.9     max
+decode         10000    2ns   102ns   116ns   130ns   145ns   290ns   696ns   928ns
+tick_to_trade  10000  100ns  3.53µs  4.03µs  4.53µs  5.04µs  10.1µs  24.2µs  32.2µs
+empty              0    0ns     0ns     0ns     0ns     0ns     0ns     0ns     0ns
 ";
         assert_eq!(table_string(&series), expected);
     }
@@ -107,9 +110,9 @@ empty              0    0ns     0ns     0ns     0ns     0ns     0ns     0ns
             Series::new("no_baseline", percentiles(800)),
         ];
         let expected = "\
-name         count    min     p50     p75     p90     p99   p99.9     max  baseline_p50  ratio
-ticktrade    10000  100ns  4.03µs  4.53µs  5.04µs  10.1µs  24.2µs  32.2µs        12.9µs  3.20x
-no_baseline  10000   20ns   800ns   900ns  1.00µs  2.00µs  4.80µs  6.40µs             -      -
+name         count    min     p25     p50     p75     p90     p99   p99.9     max  baseline_p50  ratio
+ticktrade    10000  100ns  3.53µs  4.03µs  4.53µs  5.04µs  10.1µs  24.2µs  32.2µs        12.9µs  3.20x
+no_baseline  10000   20ns   700ns   800ns   900ns  1.00µs  2.00µs  4.80µs  6.40µs             -      -
 ";
         assert_eq!(table_string(&series), expected);
     }

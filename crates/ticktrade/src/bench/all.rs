@@ -482,7 +482,10 @@ mod tests {
     use ticktrade_latency::Percentiles;
 
     fn series(name: &str, p50: u64, p99: u64) -> Series {
-        Series::new(name, Percentiles { count: 10, min: 1, p50, p75: p50, p90: p50, p99, p999: p99, max: p99 })
+        Series::new(
+            name,
+            Percentiles { count: 10, min: 1, p25: p50, p50, p75: p50, p90: p50, p99, p999: p99, max: p99 },
+        )
     }
 
     #[test]

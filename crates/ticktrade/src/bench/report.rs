@@ -113,7 +113,7 @@ pub(crate) fn emit_outcome(outcome: Outcome, output: &Output) -> anyhow::Result<
 /// The percentile table as Markdown (same columns and units as the aligned table).
 pub(crate) fn markdown_table(series: &[Series]) -> String {
     let with_baseline = series.iter().any(|s| s.baseline_p50.is_some());
-    let mut header = vec!["name", "count", "min", "p50", "p75", "p90", "p99", "p99.9", "max"];
+    let mut header = vec!["name", "count", "min", "p25", "p50", "p75", "p90", "p99", "p99.9", "max"];
     if with_baseline {
         header.extend(["baseline p50", "ratio"]);
     }
@@ -151,6 +151,7 @@ mod tests {
         Percentiles {
             count: 4,
             min: base,
+            p25: base * 3 / 2,
             p50: base * 2,
             p75: base * 3,
             p90: base * 4,
@@ -167,8 +168,8 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 4, "{text}");
         assert!(lines[0].starts_with("| name | count |") && lines[0].ends_with("| baseline p50 | ratio |"));
-        assert_eq!(lines[1].matches("---").count(), 11);
-        assert_eq!(lines[2], "| `a\\|b` | 4 | 10ns | 20ns | 30ns | 40ns | 50ns | 60ns | 70ns | 60ns | 3.00x |");
+        assert_eq!(lines[1].matches("---").count(), 12);
+        assert_eq!(lines[2], "| `a\\|b` | 4 | 10ns | 15ns | 20ns | 30ns | 40ns | 50ns | 60ns | 70ns | 60ns | 3.00x |");
         assert!(lines[3].ends_with("| 7.00µs | - | - |"), "{}", lines[3]);
     }
 

@@ -109,10 +109,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Series::from_histogram("hl book (block time → received)", &book),
         Series::from_histogram("hl trade (block time → received)", &trade),
     ];
-    let mut p25 = vec![("book", book.value_at_quantile(0.25)), ("trade", trade.value_at_quantile(0.25))];
     if let Some(handle) = floor {
         let floor = handle.join().map_err(|_| anyhow::anyhow!("file reader panicked"))?;
-        p25.push(("file", floor.value_at_quantile(0.25)));
         series.push(Series::from_histogram("hl file floor (block time → line read)", &floor));
     }
     if args.json {
@@ -121,9 +119,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let mut out = String::new();
         write_table(&mut out, &series)?;
         print!("{out}");
-        let p25: Vec<String> =
-            p25.iter().map(|(name, ns)| format!("{name} {}", ticktrade_latency::Human(*ns))).collect();
-        println!("p25: {}", p25.join(", "));
     }
     Ok(ExitCode::SUCCESS)
 }
