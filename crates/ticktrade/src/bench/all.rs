@@ -63,7 +63,7 @@ struct Bench {
     goals: &'static [Goal],
 }
 
-const HL_BLOCK: &str = "hl block: ticktrade (changed coins, subscribed variants)";
+const HL_BLOCK: &str = "hl block: ticktrade (2 threads)";
 const HL_E2E_PROBE: &str = "hl e2e: block written -> probe received (BTC l2Book)";
 const HL_E2E_LOAD: &str = "hl e2e: block written -> load client received (every l2Book frame)";
 
