@@ -33,16 +33,7 @@ fn digits(value: i64) -> i32 {
 /// The bucket a level at `px` (units, > 0) falls in.
 #[inline]
 pub fn bucket(px: i64, n_sig_figs: u32, mantissa: u32, is_bid: bool) -> i64 {
-    let exp = digits(px) - n_sig_figs as i32;
-    if exp < 0 {
-        return px;
-    }
-    let width = i64::from(mantissa).saturating_mul(POW10[exp as usize]);
-    if width <= 1 {
-        return px;
-    }
-    let down = px - px % width;
-    if is_bid || down == px { down } else { down + width }
+    bucket_range(px, n_sig_figs, mantissa, is_bid).b
 }
 
 /// Aggregates `levels` (best first) with explicit parameters (`None` = full precision).
@@ -85,11 +76,87 @@ pub fn gather(levels: impl Iterator<Item = L4Level>, out: &mut Vec<UnitLevel>) {
     out.extend(levels.map(|l| UnitLevel { px: l.price.raw(), sz: l.qty.raw(), n: l.n_orders }));
 }
 
-/// The inclusive range of prices that fall in the same bucket as `px` (> 0), and that bucket.
-/// The range is cut to the prices with as many digits as `px`, which share its width, so every
-/// price in it has the bucket `bucket(px, ..)` gives: one division per bucket, not per level.
+/// `digits(px)` for `px > 0` without a loop.
 #[inline]
-fn bucket_range(px: i64, n_sig_figs: u32, mantissa: u32, is_bid: bool) -> (i64, i64, i64) {
+fn digits_pos(px: i64) -> i32 {
+    debug_assert!(px > 0);
+    px.ilog10() as i32 + 1
+}
+
+/// `x / 10^e` (`x >= 0`, `e <= 18`) by a constant divisor per exponent (a multiply and a
+/// shift) instead of a 64-bit division by a variable.
+#[inline]
+fn div_pow10(x: i64, e: u32) -> i64 {
+    macro_rules! by {
+        ($($e:literal)*) => {
+            match e {
+                $($e => x / 10i64.pow($e),)*
+                _ => x / POW10[e as usize],
+            }
+        };
+    }
+    by!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18)
+}
+
+/// A bucket of [`aggregate_units`]: its price `b`, the inclusive range `lo..=hi` of prices in
+/// it that have as many digits as the level it was found for (all of them share its width, so
+/// every price there has this bucket), the `width`, and the range of prices with those digits
+/// (`dlo..=dhi`; both `b` when the bucket was not found by the fast path, which then never
+/// steps from it).
+#[derive(Clone, Copy)]
+struct Bucket {
+    b: i64,
+    lo: i64,
+    hi: i64,
+    width: i64,
+    dlo: i64,
+    dhi: i64,
+}
+
+/// The bucket of the level at `px`: one division per bucket, not per level, and by a constant
+/// (per exponent) for prices > 0 and the mantissas 1, 2, 5 of the seven variants.
+#[inline(always)]
+fn bucket_range(px: i64, n_sig_figs: u32, mantissa: u32, is_bid: bool) -> Bucket {
+    let general = || {
+        let (b, lo, hi) = bucket_range_general(px, n_sig_figs, mantissa, is_bid);
+        Bucket { b, lo, hi, width: 1, dlo: b, dhi: b }
+    };
+    if px <= 0 {
+        return general();
+    }
+    let d = digits_pos(px);
+    let exp = d - n_sig_figs as i32;
+    if exp < 0 || !matches!(mantissa, 1 | 2 | 5) {
+        return general();
+    }
+    let dlo = POW10[(d - 1) as usize];
+    let dhi = if (d as usize) < POW10.len() { POW10[d as usize] - 1 } else { i64::MAX };
+    let (m, p) = (i64::from(mantissa), POW10[exp as usize]);
+    let width = m * p;
+    if width <= 1 {
+        return Bucket { b: px, lo: px, hi: px, width: 1, dlo, dhi };
+    }
+    // px - px % width, as floor(floor(px / p) / m) * m * p with constant divisors.
+    let q = div_pow10(px, exp as u32);
+    let down = match mantissa {
+        2 => q & !1,
+        5 => q - q % 5,
+        _ => q,
+    } * p;
+    let (b, lo, hi) = if is_bid {
+        (down, down, down.saturating_add(width - 1))
+    } else if down == px {
+        (px, px.saturating_sub(width - 1), px)
+    } else {
+        let up = down.saturating_add(width);
+        (up, up.saturating_sub(width - 1), up)
+    };
+    Bucket { b, lo: lo.max(dlo), hi: hi.min(dhi), width, dlo, dhi }
+}
+
+/// [`bucket_range`] for any price and mantissa (one division by a variable).
+#[cold]
+fn bucket_range_general(px: i64, n_sig_figs: u32, mantissa: u32, is_bid: bool) -> (i64, i64, i64) {
     let d = digits(px);
     let exp = d - n_sig_figs as i32;
     let width = if exp < 0 { 1 } else { i64::from(mantissa).saturating_mul(POW10[exp as usize]) };
@@ -133,27 +200,38 @@ pub fn aggregate_units(
     // The bucket being summed is kept in registers and written once when the next one starts
     // (summing into `out`'s last element made every level wait on a store to that element,
     // the loop's largest cost in perf): prices in `lo..=hi` belong to it.
-    let (mut px, mut lo, mut hi) = bucket_range(first.px, sig, mantissa, is_bid);
-    let (mut sz, mut n) = (first.sz, first.n);
+    let mut at = bucket_range(first.px, sig, mantissa, is_bid);
+    let (mut px, mut sz, mut n) = (at.b, first.sz, first.n);
     for level in rest {
-        if level.px >= lo && level.px <= hi {
+        if level.px >= at.lo && level.px <= at.hi {
             sz += level.sz;
             n += level.n;
             continue;
         }
-        let (b, a, c) = bucket_range(level.px, sig, mantissa, is_bid);
-        (lo, hi) = (a, c);
-        // An ask just below a power of ten rounds up to the bucket being summed.
-        if b == px {
-            sz += level.sz;
-            n += level.n;
-            continue;
+        // The next bucket of the same width, when the level is in it and has the same digits
+        // (the current range is then a whole bucket, not cut at a change of digits): no
+        // division. Otherwise (a gap of a bucket or more, or a change of digits) the level's
+        // own bucket.
+        if is_bid && at.lo == px && level.px >= at.lo - at.width && at.lo - at.width >= at.dlo {
+            (at.lo, at.hi) = (at.lo - at.width, at.lo - 1);
+            at.b = at.lo;
+        } else if !is_bid && at.hi == px && at.hi.checked_add(at.width).is_some_and(|e| level.px <= e && e <= at.dhi) {
+            (at.lo, at.hi) = (at.hi + 1, at.hi + at.width);
+            at.b = at.hi;
+        } else {
+            at = bucket_range(level.px, sig, mantissa, is_bid);
+            // An ask just below a power of ten rounds up to the bucket being summed.
+            if at.b == px {
+                sz += level.sz;
+                n += level.n;
+                continue;
+            }
         }
         out.push(UnitLevel { px, sz, n });
         if out.len() >= n_levels {
             return;
         }
-        (px, sz, n) = (b, level.sz, level.n);
+        (px, sz, n) = (at.b, level.sz, level.n);
     }
     out.push(UnitLevel { px, sz, n });
 }

@@ -342,3 +342,23 @@ fn five_significant_figures_keep_hyperliquid_prices() {
     assert!(!keeps_levels(&levels(&[12_100]), L2Variant::Sig2));
     assert!(keeps_levels(&levels(&[]), L2Variant::Sig2));
 }
+
+proptest! {
+    /// The constant-divisor bucket (prices > 0, mantissas 1, 2, 5) is the general one, at
+    /// every digit count up to `i64::MAX`, on both sides, and its range is the general one's.
+    #[test]
+    fn fast_bucket_equals_the_general_division(
+        mant in 1i64..10_000,
+        shift in 0u32..19,
+        sig in 2u32..6,
+        mantissa in prop::sample::select(vec![1u32, 2, 5]),
+        is_bid in any::<bool>(),
+    ) {
+        let px = mant.saturating_mul(10i64.pow(shift)).max(1);
+        for px in [px, px - 1, px.saturating_add(1)] {
+            let fast = bucket_range(px.max(1), sig, mantissa, is_bid);
+            let general = bucket_range_general(px.max(1), sig, mantissa, is_bid);
+            prop_assert_eq!((fast.b, fast.lo, fast.hi), general, "px {} sig {} m {}", px, sig, mantissa);
+        }
+    }
+}

@@ -12,9 +12,9 @@ use bytes::{Bytes, BytesMut};
 use super::{UnitLevel, Units, write_hl_decimal};
 
 thread_local! {
-    /// The list a side's new levels are written into before the view's own list copies them:
-    /// one list per thread stays in cache, where a spare list per view was a cold write.
-    static SPARE: std::cell::RefCell<Vec<Shown>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The lists the sides' new levels are written into before the view's own lists copy
+    /// them: lists per thread stay in cache, where spare lists per view were a cold write.
+    static SPARE: std::cell::RefCell<[Vec<Shown>; 2]> = const { std::cell::RefCell::new([Vec::new(), Vec::new()]) };
 }
 
 /// Bytes reserved at a time in the caller's buffer (frames are split off it).
@@ -141,6 +141,36 @@ impl L2View {
         bids: &[UnitLevel],
         asks: &[UnitLevel],
     ) -> Bytes {
+        self.encode_inner(out, scratch, time_ms, units, [bids, asks], false).unwrap_or_default()
+    }
+
+    /// [`encode`](Self::encode) when `bids`/`asks` differ from what the last frame showed (or
+    /// there is no last frame); `None`, with the view and `out` as they were, when they are
+    /// the same (what [`unchanged`](Self::unchanged) tells): one pass over the levels instead
+    /// of a comparison and then the encoder's own level-by-level comparison.
+    pub fn encode_changed(
+        &mut self,
+        out: &mut BytesMut,
+        scratch: &mut Vec<u8>,
+        time_ms: u64,
+        units: Units,
+        bids: &[UnitLevel],
+        asks: &[UnitLevel],
+    ) -> Option<Bytes> {
+        self.encode_inner(out, scratch, time_ms, units, [bids, asks], true)
+    }
+
+    /// The encoder; with `only_changed`, returns `None` (and leaves `self` and `out` as they
+    /// were) when every level equals the last frame's at the same position.
+    fn encode_inner(
+        &mut self,
+        out: &mut BytesMut,
+        scratch: &mut Vec<u8>,
+        time_ms: u64,
+        units: Units,
+        sides: [&[UnitLevel]; 2],
+        only_changed: bool,
+    ) -> Option<Bytes> {
         if out.capacity() - out.len() < CHUNK / 4 {
             out.reserve(CHUNK);
         }
@@ -149,16 +179,21 @@ impl L2View {
         out.extend_from_slice(itoa::Buffer::new().format(time_ms).as_bytes());
         out.extend_from_slice(b",\"levels\":[");
         let mut ends = [0u32; 2];
-        // The thread's spare list (taken out and put back: no allocation once it has grown).
+        // Nothing differs from the last frame so far: every new level was copied from an old
+        // one (in order, so with as many levels as before, each is the old one at its place).
+        let mut same = !self.fresh;
+        // The thread's spare lists (taken out and put back: no allocation once they have grown).
         let mut next = SPARE.take();
-        for (i, new) in [bids, asks].into_iter().enumerate() {
+        for (i, new) in sides.into_iter().enumerate() {
             if i == 1 {
                 out.extend_from_slice(b",");
             }
             out.extend_from_slice(b"[");
             let old = &self.shown[i];
             let old_end = self.ends[i];
+            let next = &mut next[i];
             next.clear();
+            same &= old.len() == new.len();
             let (mut j, mut k) = (0, 0);
             while k < new.len() {
                 if k > 0 {
@@ -173,6 +208,7 @@ impl L2View {
                     let start = out.len() as u32;
                     write_level(out, scratch, units, level);
                     next.push(Shown { px: level.px, sz: level.sz, n: level.n, start });
+                    same = false;
                     k += 1;
                     continue;
                 }
@@ -192,11 +228,18 @@ impl L2View {
             }
             ends[i] = out.len() as u32;
             out.extend_from_slice(b"]");
-            // The new list was built in the thread's hot spare list; the view's own list (just
-            // read, so in cache) takes a copy.
+        }
+        if same && only_changed {
+            SPARE.set(next);
+            out.clear();
+            return None;
+        }
+        for (i, next) in next.iter().enumerate() {
+            // The new lists were built in the thread's hot spare lists; the view's own lists
+            // (just read, so in cache) take a copy.
             let shown = &mut self.shown[i];
             shown.clear();
-            shown.extend_from_slice(&next);
+            shown.extend_from_slice(next);
             self.deep[i] = (next.len() as u32, next.last().map_or(0, |l| l.px));
         }
         SPARE.set(next);
@@ -204,7 +247,7 @@ impl L2View {
         self.ends = ends;
         self.fresh = false;
         self.frame = out.split().freeze();
-        self.frame.clone()
+        Some(self.frame.clone())
     }
 }
 

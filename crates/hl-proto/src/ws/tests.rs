@@ -287,3 +287,76 @@ fn a_shared_frame_is_the_other_views_and_later_frames_still_encode_right() {
     assert_eq!(std::str::from_utf8(&next).unwrap(), std::str::from_utf8(&want).unwrap());
     assert_eq!(full.frame(), &frame, "the other view keeps its frame");
 }
+
+#[test]
+fn encode_changed_skips_exactly_the_unchanged_views_and_writes_what_the_plain_writer_writes() {
+    // A seeded walk where many steps leave the shown levels as they were (no change, or
+    // changes below the 10 shown levels) and others change one level anywhere, grow or shrink
+    // a side: `encode_changed` answers None exactly when `unchanged` is true, and leaves the
+    // view and the buffer as they were; its frames are the plain writer's.
+    let units = Units { px: Decimal::new(1, 2).unwrap(), sz: Decimal::new(1, 3).unwrap() };
+    let mut state = 0x1234_5678_9abc_def1u64;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let (mut view, mut twin) = (L2View::new("@7"), L2View::new("@7"));
+    let (mut out, mut scratch) = (bytes::BytesMut::new(), Vec::new());
+    let mut book: [Vec<UnitLevel>; 2] = [Vec::new(), Vec::new()];
+    let (mut skipped, mut sent) = (0, 0);
+    for step in 0..600u64 {
+        for (i, side) in book.iter_mut().enumerate() {
+            for _ in 0..next(3) {
+                let px = if i == 0 { 5_000 - next(25) as i64 } else { 5_001 + next(25) as i64 };
+                match side.iter().position(|l| l.px == px) {
+                    Some(k) if next(3) == 0 => {
+                        side.remove(k);
+                    }
+                    Some(k) => side[k].n += 1,
+                    None => side.push(UnitLevel { px, sz: 1 + next(100) as i64, n: 1 }),
+                }
+            }
+            side.sort_by_key(|l| if i == 0 { -l.px } else { l.px });
+        }
+        let (bids, asks) = (&book[0][..book[0].len().min(10)], &book[1][..book[1].len().min(10)]);
+        if step == 300 {
+            view.reset();
+            twin.reset();
+        }
+        let before = (view.frame().clone(), view.levels(), view.deepest(0), view.deepest(1));
+        let unchanged = twin.unchanged(bids, asks);
+        let time = 1_700_000_000_000 + step;
+        match view.encode_changed(&mut out, &mut scratch, time, units, bids, asks) {
+            None => {
+                assert!(unchanged, "step {step}: skipped a changed view");
+                assert!(out.is_empty(), "step {step}: the skipped frame was left in the buffer");
+                assert_eq!((view.frame().clone(), view.levels(), view.deepest(0), view.deepest(1)), before);
+                skipped += 1;
+            }
+            Some(frame) => {
+                assert!(!unchanged, "step {step}: sent an unchanged view");
+                let mut want = Vec::new();
+                write_l2_frame(&mut want, "@7", time, units, bids, asks);
+                assert_eq!(std::str::from_utf8(&frame).unwrap(), std::str::from_utf8(&want).unwrap(), "step {step}");
+                assert_eq!(view.levels(), (bids.to_vec(), asks.to_vec()));
+                assert_eq!(view.frame(), &frame);
+                assert_eq!(twin.encode(&mut out, &mut scratch, time, units, bids, asks), frame);
+                sent += 1;
+            }
+        }
+    }
+    assert!(skipped > 100 && sent > 100, "the walk exercised both ({skipped} skipped, {sent} sent)");
+    // A new view sends its first frame, even an empty one; then the same levels send nothing.
+    let mut empty = L2View::new("X");
+    assert!(empty.encode_changed(&mut out, &mut scratch, 1, units, &[], &[]).is_some());
+    assert!(empty.encode_changed(&mut out, &mut scratch, 2, units, &[], &[]).is_none());
+    // A side that only grows by a level (the old ones all equal and in place) is a change.
+    let l = |px: i64| UnitLevel { px, sz: 1, n: 1 };
+    assert!(empty.encode_changed(&mut out, &mut scratch, 3, units, &[l(9)], &[]).is_some());
+    assert!(empty.encode_changed(&mut out, &mut scratch, 4, units, &[l(9), l(8)], &[]).is_some());
+    assert!(empty.encode_changed(&mut out, &mut scratch, 5, units, &[l(9)], &[]).is_some());
+    assert!(empty.encode_changed(&mut out, &mut scratch, 6, units, &[l(9)], &[]).is_none());
+    assert!(empty.encode_changed(&mut out, &mut scratch, 7, units, &[l(9)], &[l(10)]).is_some());
+}
