@@ -18,7 +18,7 @@ use ticktrade_hl_proto::node::{BookDiff, OrderStatus};
 use ticktrade_hl_proto::snapshot::Snapshot;
 use ticktrade_hl_proto::ws::{L4Order, write_hl_decimal};
 
-pub use apply::OrderMeta;
+pub use apply::{MetaText, OrderMeta};
 
 use crate::coins::{CoinId, CoinSpec, CoinTable};
 
@@ -412,7 +412,7 @@ pub struct OwnedL4Order {
     pub px: String,
     pub sz: String,
     pub oid: u64,
-    pub meta: OrderMeta,
+    pub meta: MetaText,
 }
 
 impl OwnedL4Order {
@@ -427,7 +427,7 @@ impl OwnedL4Order {
             px: String::from_utf8(px).unwrap_or_default(),
             sz: String::from_utf8(sz).unwrap_or_default(),
             oid: order.id,
-            meta: order.payload.clone(),
+            meta: order.payload.text(),
         }
     }
 

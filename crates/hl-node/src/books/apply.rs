@@ -17,9 +17,48 @@ use ticktrade_hl_proto::node::{BookDiff, NodeOrder, OrderStatus, RawBookDiff, is
 use super::{ApplyError, Touched};
 use crate::coins::CoinSpec;
 
-/// What an order on the book keeps besides id, side, price and size.
+/// What an order on the book keeps besides id, side, price and size, held without a heap
+/// allocation in the usual case: the user (`0x` + 40 lowercase hex digits) and the cloid
+/// (`0x` + 32) as their raw bytes, `triggerCondition`/`orderType`/`tif` as indices of the
+/// words they almost always are. Any other text (another length, upper case, a rare word) is
+/// kept exactly in `rare`, so [`OrderMeta::text`] gives back what came in, byte for byte.
+/// Small (56 bytes) and free of pointers in the usual case: a book's orders stay compact and
+/// removing one frees nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OrderMeta {
+    timestamp: u64,
+    user: [u8; 20],
+    cloid: [u8; 16],
+    /// `trigger_condition`, `order_type`, `tif`: an index of [`COMMON_WORDS`], [`NO_WORD`]
+    /// (`tif` only: none), or [`RARE_WORD`] (the text is in `rare`).
+    words: [u8; 3],
+    /// [`TPSL`], [`REDUCE_ONLY`], [`HAS_CLOID`], [`RARE_USER`], [`RARE_CLOID`].
+    flags: u8,
+    rare: Option<Box<RareText>>,
+}
+
+/// The texts of an [`OrderMeta`] that do not fit its compact form.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct RareText {
+    user: Option<Box<str>>,
+    cloid: Option<Box<str>>,
+    words: [Option<Box<str>>; 3],
+}
+
+const TPSL: u8 = 1;
+const REDUCE_ONLY: u8 = 2;
+const HAS_CLOID: u8 = 4;
+const RARE_USER: u8 = 8;
+const RARE_CLOID: u8 = 16;
+const NO_WORD: u8 = 0xfe;
+const RARE_WORD: u8 = 0xff;
+const TRIGGER_CONDITION: usize = 0;
+const ORDER_TYPE: usize = 1;
+const TIF: usize = 2;
+
+/// An [`OrderMeta`] spelled out, as `l4Book` prints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetaText {
     pub user: Box<str>,
     pub timestamp: u64,
     pub trigger_condition: Cow<'static, str>,
@@ -31,7 +70,7 @@ pub struct OrderMeta {
 }
 
 /// The values `triggerCondition`, `orderType` and `tif` take on almost every order
-/// (REFERENCE §1.4), kept without an allocation per order; anything else is copied.
+/// (REFERENCE §1.4), kept as an index; anything else is copied.
 const COMMON_WORDS: [&str; 15] = [
     "N/A",
     "Triggered",
@@ -49,26 +88,169 @@ const COMMON_WORDS: [&str; 15] = [
     "Vault",
     "Scale",
 ];
+const TRIGGERED: u8 = 1;
+const GTC: u8 = 8;
 
 #[inline]
-fn word(text: &str) -> Cow<'static, str> {
-    match COMMON_WORDS.iter().find(|w| **w == text) {
-        Some(w) => Cow::Borrowed(w),
-        None => Cow::Owned(text.to_owned()),
+fn word_index(text: &str) -> Option<u8> {
+    Some(match text {
+        "N/A" => 0,
+        "Triggered" => 1,
+        "Limit" => 2,
+        "Market" => 3,
+        "Stop Market" => 4,
+        "Stop Limit" => 5,
+        "Take Profit Market" => 6,
+        "Take Profit Limit" => 7,
+        "Gtc" => 8,
+        "Alo" => 9,
+        "Ioc" => 10,
+        "FrontendMarket" => 11,
+        "LiquidationMarket" => 12,
+        "Vault" => 13,
+        "Scale" => 14,
+        _ => return None,
+    })
+}
+
+/// Lowercase hex digit values; 0xff for every other byte.
+const HEX: [u8; 256] = {
+    let mut table = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
     }
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
+
+/// The bytes of `0x` + `2 N` lowercase hex digits; `None` for any other text.
+#[inline]
+fn hex_bytes<const N: usize>(text: &str) -> Option<[u8; N]> {
+    let digits = text.as_bytes().strip_prefix(b"0x").filter(|d| d.len() == 2 * N)?;
+    let mut out = [0u8; N];
+    let mut bad = 0u8;
+    for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
+        let (hi, lo) = (HEX[usize::from(pair[0])], HEX[usize::from(pair[1])]);
+        bad |= hi | lo;
+        *byte = (hi << 4) | (lo & 0x0f);
+    }
+    (bad & 0xf0 == 0).then_some(out)
+}
+
+fn hex_text(bytes: &[u8]) -> Box<str> {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(2 + 2 * bytes.len());
+    text.push_str("0x");
+    for b in bytes {
+        text.push(char::from(DIGITS[usize::from(b >> 4)]));
+        text.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    text.into_boxed_str()
 }
 
 impl OrderMeta {
     pub(super) fn from_node(user: &str, order: &NodeOrder<'_>) -> OrderMeta {
-        OrderMeta {
-            user: user.into(),
+        let mut meta = OrderMeta {
             timestamp: order.timestamp,
-            trigger_condition: word(&order.trigger_condition),
-            is_position_tpsl: order.is_position_tpsl,
-            reduce_only: order.reduce_only,
-            order_type: word(&order.order_type),
-            tif: order.tif.map(word),
-            cloid: order.cloid.map(Into::into),
+            user: [0; 20],
+            cloid: [0; 16],
+            words: [0; 3],
+            flags: (u8::from(order.is_position_tpsl) * TPSL) | (u8::from(order.reduce_only) * REDUCE_ONLY),
+            rare: None,
+        };
+        match hex_bytes(user) {
+            Some(bytes) => meta.user = bytes,
+            None => {
+                meta.flags |= RARE_USER;
+                meta.rare_mut().user = Some(user.into());
+            }
+        }
+        if let Some(cloid) = order.cloid {
+            meta.flags |= HAS_CLOID;
+            match hex_bytes(cloid) {
+                Some(bytes) => meta.cloid = bytes,
+                None => {
+                    meta.flags |= RARE_CLOID;
+                    meta.rare_mut().cloid = Some(cloid.into());
+                }
+            }
+        }
+        meta.set_word(TRIGGER_CONDITION, Some(&order.trigger_condition));
+        meta.set_word(ORDER_TYPE, Some(&order.order_type));
+        meta.set_word(TIF, order.tif);
+        meta
+    }
+
+    fn rare_mut(&mut self) -> &mut RareText {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    fn set_word(&mut self, i: usize, text: Option<&str>) {
+        self.words[i] = match text {
+            None => NO_WORD,
+            Some(text) => match word_index(text) {
+                Some(index) => index,
+                None => {
+                    self.rare_mut().words[i] = Some(text.into());
+                    RARE_WORD
+                }
+            },
+        };
+    }
+
+    /// Sets a word to one of [`COMMON_WORDS`].
+    fn set_common_word(&mut self, i: usize, index: u8) {
+        self.words[i] = index;
+        if let Some(rare) = &mut self.rare {
+            rare.words[i] = None;
+            // One representation per text (`==` compares them): no empty box.
+            if **rare == RareText::default() {
+                self.rare = None;
+            }
+        }
+    }
+
+    pub fn timestamp(&self) -> u64 {
+        self.timestamp
+    }
+
+    fn word(&self, i: usize) -> Option<Cow<'static, str>> {
+        match self.words[i] {
+            NO_WORD => None,
+            RARE_WORD => {
+                let text = self.rare.as_ref().and_then(|r| r.words[i].as_deref()).unwrap_or_default();
+                Some(Cow::Owned(text.to_owned()))
+            }
+            index => Some(Cow::Borrowed(COMMON_WORDS.get(usize::from(index)).copied().unwrap_or_default())),
+        }
+    }
+
+    /// The order's details spelled out, exactly as they came in (after the apply rules).
+    pub fn text(&self) -> MetaText {
+        let rare = self.rare.as_deref();
+        let user = match rare.and_then(|r| r.user.clone()) {
+            Some(user) if self.flags & RARE_USER != 0 => user,
+            _ => hex_text(&self.user),
+        };
+        let cloid = (self.flags & HAS_CLOID != 0).then(|| match rare.and_then(|r| r.cloid.clone()) {
+            Some(cloid) if self.flags & RARE_CLOID != 0 => cloid,
+            _ => hex_text(&self.cloid),
+        });
+        MetaText {
+            user,
+            timestamp: self.timestamp,
+            trigger_condition: self.word(TRIGGER_CONDITION).unwrap_or_default(),
+            is_position_tpsl: self.flags & TPSL != 0,
+            reduce_only: self.flags & REDUCE_ONLY != 0,
+            order_type: self.word(ORDER_TYPE).unwrap_or_default(),
+            tif: self.word(TIF),
+            cloid,
         }
     }
 }
@@ -97,18 +279,18 @@ pub(super) fn apply_diff(
                 Some(false) => Side::Sell,
                 None => return Err(ApplyError::BadSide { coin: name(), oid: diff.oid }),
             };
+            if sz.is_zero() {
+                return Ok(());
+            }
             let mut meta = OrderMeta::from_node(status.user, &status.order);
             if status.order.is_trigger || status.status == "triggered" {
-                meta.trigger_condition = Cow::Borrowed("Triggered");
-                meta.tif = Some(Cow::Borrowed("Gtc"));
+                meta.set_common_word(TRIGGER_CONDITION, TRIGGERED);
+                meta.set_common_word(TIF, GTC);
                 if let Ok(t) = ticktrade_hl_proto::time::parse_node_time(status.time) {
                     meta.timestamp = t.as_millis() as u64;
                 }
             } else if status.order.tif == Some("Ioc") {
-                meta.tif = Some(Cow::Borrowed("Gtc"));
-            }
-            if sz.is_zero() {
-                return Ok(());
+                meta.set_common_word(TIF, GTC);
             }
             touched.add(side, px.raw());
             book.add(diff.oid, side, px, sz, meta).map_err(book_err)
@@ -135,5 +317,94 @@ pub(super) fn apply_diff(
             }
             None => Err(book_err(ticktrade_book::l4::L4Error::UnknownId(diff.oid))),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node_order<'a>(cloid: Option<&'a str>, words: [&'a str; 2], tif: Option<&'a str>) -> NodeOrder<'a> {
+        NodeOrder {
+            coin: Cow::Borrowed("BTC"),
+            side: "B",
+            limit_px: "1.0",
+            sz: "1.0",
+            oid: 1,
+            timestamp: 1_777_582_003_304,
+            trigger_condition: Cow::Borrowed(words[0]),
+            is_trigger: false,
+            trigger_px: "0.0",
+            is_position_tpsl: true,
+            reduce_only: false,
+            order_type: Cow::Borrowed(words[1]),
+            orig_sz: None,
+            tif,
+            cloid,
+        }
+    }
+
+    /// Whatever the node wrote comes back byte for byte, compact or not.
+    #[test]
+    fn texts_round_trip_exactly() {
+        let users = [
+            "0xb1edfeccf03f35d2268f5dc4013508a6eb52c702",
+            "0x0000000000000000000000000000000000000000",
+            "0xB1EDFECCF03F35D2268F5DC4013508A6EB52C702",
+            "0xb1edfeccf03f35d2268f5dc4013508a6eb52c70",
+            "0xb1edfeccf03f35d2268f5dc4013508a6eb52c7022",
+            "0xb1edfeccf03f35d2268f5dc4013508a6eb52c70g",
+            "1xb1edfeccf03f35d2268f5dc4013508a6eb52c702",
+            "vault:é",
+            "",
+        ];
+        let cloids = [
+            None,
+            Some("0x14904991131967010000000003807292"),
+            Some("0xffffffffffffffffffffffffffffffff"),
+            Some("0x1490499113196701000000000380729"),
+            Some("0x1490499113196701000000000380729Z"),
+            Some("cloid"),
+        ];
+        let words = [["N/A", "Limit"], ["Price below 3.5", "Stop Market"], ["Triggered", "Some new type"]];
+        let tifs = [None, Some("Alo"), Some("Gtc"), Some("Ioc"), Some("FrontendMarket"), Some("Day")];
+        for user in users {
+            for cloid in cloids {
+                for w in words {
+                    for tif in tifs {
+                        let order = node_order(cloid, w, tif);
+                        let meta = OrderMeta::from_node(user, &order);
+                        let text = meta.text();
+                        assert_eq!(&*text.user, user);
+                        assert_eq!(text.cloid.as_deref(), cloid);
+                        assert_eq!(text.trigger_condition, w[0]);
+                        assert_eq!(text.order_type, w[1]);
+                        assert_eq!(text.tif.as_deref(), tif);
+                        assert_eq!(text.timestamp, order.timestamp);
+                        assert!(text.is_position_tpsl && !text.reduce_only);
+                        assert_eq!(meta, OrderMeta::from_node(user, &order));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn usual_orders_are_compact_and_rules_override_words() {
+        let user = "0xca1d1650d13b8fa936dca4efdf1f487766f2abd1";
+        let order = node_order(Some("0x14904991131967010000000003807292"), ["N/A", "Limit"], Some("Ioc"));
+        let meta = OrderMeta::from_node(user, &order);
+        assert!(meta.rare.is_none(), "no allocation for the usual order");
+        assert_eq!(meta.user[0], 0xca);
+        assert_eq!(meta.cloid[15], 0x92);
+        let mut rare = OrderMeta::from_node(user, &node_order(None, ["Price above 7", "Stop Limit"], Some("Day")));
+        assert!(rare.rare.is_some());
+        rare.set_common_word(TRIGGER_CONDITION, TRIGGERED);
+        rare.set_common_word(TIF, GTC);
+        let text = rare.text();
+        assert_eq!((&*text.trigger_condition, text.tif.as_deref()), ("Triggered", Some("Gtc")));
+        let same = OrderMeta::from_node(user, &node_order(None, ["Triggered", "Stop Limit"], Some("Gtc")));
+        assert_eq!(rare, same, "one representation per text");
+        assert!(std::mem::size_of::<OrderMeta>() <= 56, "{}", std::mem::size_of::<OrderMeta>());
     }
 }
