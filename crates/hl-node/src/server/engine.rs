@@ -139,6 +139,10 @@ pub struct EngineStats {
     pub views_aggregated: Vec<u64>,
     /// Per block: coins whose book changed (their subscribed views are the ones checked).
     pub coins_changed: Vec<u64>,
+    /// Per block run on two threads: nanoseconds from offering the helper its half of the
+    /// decode and of the coins (`join`) to it starting that half; `u64::MAX` when the engine
+    /// thread ran the half itself (the helper had not started it by then).
+    pub helper_start_ns: Vec<[u64; 2]>,
     /// Per block: when it started (both lines in memory), its first `l2Book` frame was queued,
     /// and its last frame was queued, keyed by the block time (ms), for the end-to-end bench.
     pub marks: Vec<BlockMarks>,
@@ -171,7 +175,11 @@ pub struct BlockMarks {
 pub const PHASES: [&str; 5] = ["decode", "apply", "l2", "encode", "queue"];
 
 /// Least time between two points in a block where the engine yields its CPU to the connection
-/// tasks its frames woke (`on_block`).
+/// tasks its frames woke (`Lane::run_coin`), when it runs on one thread. On two it does not:
+/// 3 alternating full `bench hl` runs (11:32-11:36 UTC, load 1.2-1.3) with and without it on
+/// two threads: probe p50 1.22/1.19/1.33 vs 1.14/1.13/1.21 ms, load client p99 3.68/4.17/5.16
+/// vs 3.66/3.44/3.32 ms, last frame queued p50 2.49/2.61/2.92 vs 2.25/2.30/2.37 ms (probe
+/// p99 mixed: 2.65/2.24/3.76 vs 2.63/2.82/2.58 ms).
 const YIELD_EVERY: Duration = Duration::from_micros(200);
 
 /// Of a view that changed and has its full-precision twin's levels: the twin's position in the
@@ -490,8 +498,14 @@ impl Engine {
         let both = self.two_threads();
         let decode_statuses = || decode_statuses(statuses_line, all_statuses);
         let decode_diffs = || decode_line(diffs_line, fast::diffs, Some::<BookDiff<'_>>, |_| true);
+        let mut helper_start = [u64::MAX; 2];
         let (st, df) = match self.pool.as_ref().filter(|_| both) {
-            Some(pool) => pool.join(decode_statuses, decode_diffs),
+            Some(pool) => {
+                let offered = Instant::now();
+                let (st, (df, start)) = pool.join(decode_statuses, || (decode_diffs(), helper_since(offered)));
+                helper_start[0] = start;
+                (st, df)
+            }
             None => (decode_statuses(), decode_diffs()),
         };
         let time = st.time.or(df.time).and_then(|t| parse_node_time(t).ok()).unwrap_or(self.books.time());
@@ -522,7 +536,7 @@ impl Engine {
             self.announce_stale(coin);
         }
         let coins_started = timings.then(Instant::now);
-        self.run_coins(&plan, &statuses, &diffs, both);
+        helper_start[1] = self.run_coins(&plan, &statuses, &diffs, both);
         let coins_ns = coins_started.map_or(0, |t| t.elapsed().as_nanos() as u64);
         self.plan = plan;
         // What the lanes could not do off the engine thread: apply errors (reported, the coin
@@ -569,6 +583,9 @@ impl Engine {
                 stats.phase_ns.push([decode, sums[0], sums[1], sums[2], queue]);
                 stats.views_aggregated.push(aggregated);
                 stats.coins_changed.push(changed);
+                if both {
+                    stats.helper_start_ns.push(helper_start);
+                }
                 let time_ms = time.as_millis().max(0) as u64;
                 let lines = self.read_at.map(|(h, w, r)| if h == height { (w, r) } else { (started, started) });
                 stats.marks.push(BlockMarks { time_ms, lines, started, first_frame, done });
@@ -605,8 +622,9 @@ impl Engine {
     /// each takes the next coin from one shared queue until none is left, so a late or
     /// descheduled helper only means the engine thread does more of them (it never waits for
     /// the helper to start: a helper job nobody stole is run by the engine thread, and finds
-    /// the queue empty). The block ends when both are done.
-    fn run_coins(&mut self, plan: &BlockPlan, statuses: &[OrderStatus<'_>], diffs: &[BookDiff<'_>], both: bool) {
+    /// the queue empty). The block ends when both are done. Returns when the helper started
+    /// (`helper_since`).
+    fn run_coins(&mut self, plan: &BlockPlan, statuses: &[OrderStatus<'_>], diffs: &[BookDiff<'_>], both: bool) -> u64 {
         let last = (0..plan.len()).map(|g| plan.coin(g).0 as usize + 1).max().unwrap_or(0);
         if self.views.len() < last {
             self.views.resize_with(last, Vec::new);
@@ -626,7 +644,8 @@ impl Engine {
                 Some(CoinJob { part, views })
             })
             .collect();
-        let ctx = BlockCtx { coins, plan, statuses, diffs, subs, time_ms, timings: *record_timings };
+        let yield_every = (!both).then_some(YIELD_EVERY);
+        let ctx = BlockCtx { coins, plan, statuses, diffs, subs, time_ms, timings: *record_timings, yield_every };
         let queue = Mutex::new(jobs.into_iter());
         for lane in lanes.iter_mut() {
             lane.start_block();
@@ -634,7 +653,8 @@ impl Engine {
         match (pool.as_ref().filter(|_| both), lanes.split_first_mut()) {
             (Some(pool), Some((first, [second, ..]))) => {
                 let helper_started = AtomicBool::new(false);
-                pool.join(
+                let offered = Instant::now();
+                let ((), start) = pool.join(
                     || {
                         if helper_only {
                             while !helper_started.load(Ordering::Acquire) {
@@ -645,15 +665,21 @@ impl Engine {
                         }
                     },
                     || {
+                        let start = helper_since(offered);
                         helper_started.store(true, Ordering::Release);
                         second.drain(&ctx, &queue);
+                        start
                     },
                 );
                 self.n_parallel += 1;
                 self.n_helper_coins += second.n_coins;
+                start
             }
-            (_, Some((first, _))) => first.drain(&ctx, &queue),
-            (_, None) => {}
+            (_, Some((first, _))) => {
+                first.drain(&ctx, &queue);
+                u64::MAX
+            }
+            (_, None) => u64::MAX,
         }
     }
 
@@ -771,6 +797,8 @@ struct BlockCtx<'a, 'e> {
     subs: &'a super::publish::Subscribers,
     time_ms: u64,
     timings: bool,
+    /// Yield the CPU at most this often (`YIELD_EVERY`, on one thread only).
+    yield_every: Option<Duration>,
 }
 
 /// One compute thread's working state for a block's coins, reused from block to block, and
@@ -876,11 +904,13 @@ impl Lane {
                 // for this CPU (the scheduler would let the rest of the block run first):
                 // frames queued should leave before the next coins are computed. At most
                 // once per `YIELD_EVERY`, from the first coin on, so that the block itself
-                // is not handed away coin after coin.
-                let now = Instant::now();
-                if self.last_yield.is_none_or(|at| now.duration_since(at) >= YIELD_EVERY) {
-                    std::thread::yield_now();
-                    self.last_yield = Some(now);
+                // is not handed away coin after coin. On one thread only (see `YIELD_EVERY`).
+                if let Some(every) = ctx.yield_every {
+                    let now = Instant::now();
+                    if self.last_yield.is_none_or(|at| now.duration_since(at) >= every) {
+                        std::thread::yield_now();
+                        self.last_yield = Some(now);
+                    }
                 }
             }
             None => {}
@@ -988,6 +1018,12 @@ impl Lane {
             self.ns[2] += c.duration_since(b).as_nanos() as u64;
         }
     }
+}
+
+/// Nanoseconds since `offered` when called on the helper thread (rayon's thread 1), else
+/// `u64::MAX` (the engine thread runs a half the helper had not started).
+fn helper_since(offered: Instant) -> u64 {
+    if rayon::current_thread_index() == Some(1) { offered.elapsed().as_nanos() as u64 } else { u64::MAX }
 }
 
 /// Where the view `key` is in a coin's views `list`, created on first use.

@@ -126,6 +126,8 @@ struct PerBlock {
     n_diffs: u64,
     /// Every block processed (warm-up included), for the baseline.
     blocks: Vec<GenBlock>,
+    /// With two threads: when the helper started its half of the decode and of the coins.
+    helper: String,
 }
 
 const WARMUP: u64 = 20;
@@ -203,6 +205,21 @@ fn per_block(args: &Args, tmp: &std::path::Path, threads: usize) -> anyhow::Resu
     }
     let aggregated = stats.views_aggregated.get(warmup as usize..).unwrap_or(&[]);
     let changed = stats.coins_changed.get(warmup as usize..).unwrap_or(&[]);
+    let starts = stats.helper_start_ns.get(warmup as usize..).unwrap_or(&[]);
+    let helper = ["decode", "coins"]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let mut h = Histogram::new();
+            for s in starts.iter().filter(|s| s[i] != u64::MAX) {
+                h.record(s[i]);
+            }
+            let p = h.percentiles();
+            let (p50, p99) = (ticktrade_latency::Human(p.p50), ticktrade_latency::Human(p.p99));
+            format!("{name}: in {} of {} blocks, after p50 {p50} p99 {p99}", h.count(), starts.len())
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
     Ok(PerBlock {
         hist,
         phases: sum.map(|s| s / n),
@@ -213,6 +230,7 @@ fn per_block(args: &Args, tmp: &std::path::Path, threads: usize) -> anyhow::Resu
         n_statuses,
         n_diffs,
         blocks,
+        helper,
     })
 }
 
@@ -260,11 +278,13 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
          ticktrade per block, stage mean, {default} thread(s): {}\n\
          ticktrade per block, stage p99 (each on its own), {default} thread(s): {}\n\
          ticktrade per block, stage mean, the other: {}; with 2 threads apply/l2/encode/queue are summed over both threads\n\
+         2 threads, the helper started its half of {}\n\
          {} coins, {} l2Book subscriptions; per block: {:.0} statuses, {:.0} diffs, {:.1} coins changed ({:.0} views of theirs subscribed), {:.0} views aggregated (the others kept by the touched-range rule), {:.0} l2Book frames (ticktrade) vs {} (baseline); e2e: {} blocks every {} ms, {} frames\n",
         EngineConfig::default_threads(),
         stages(main.phases),
         stages(main.phase_p99),
         stages(other.phases),
+        two.helper,
         args.coins,
         args.coins * 7,
         per(main.n_statuses),
