@@ -977,34 +977,44 @@ impl Lane {
             if variant == L2Variant::Full {
                 self.fulls.push((n, pos, at));
             }
-            if !list[at].view.unchanged(bids, asks) {
-                self.changed.push((pos, at, None));
-            }
+            // Compared with its last frame by `encode_changed` (one pass).
+            self.changed.push((pos, at, None));
         }
         let aggregated = ctx.timings.then(Instant::now);
         // 2. Encode the views that changed.
         self.frames.clear();
+        // An empty frame: the view's levels were what it last sent (no frame; a frame is never
+        // empty).
         for &(pos, at, twin) in &self.changed {
             let frame = match twin {
                 // The twin's frame of this block (encoded above): the same bytes.
-                Some((_, t)) if self.changed.iter().any(|&(_, a, _)| a == t) => {
+                Some((_, t))
+                    if self.changed.iter().zip(&self.frames).any(|(&(_, a, _), f)| a == t && !f.is_empty()) =>
+                {
                     let (src, dst) = pair_mut(list, t, at);
                     dst.view.share(&src.view)
                 }
-                // Its own levels, or its twin's when only this view changed.
-                _ => {
-                    let [bids, asks] = &self.pool[twin.map_or(pos, |(p, _)| p)];
+                // Its twin's levels when only this view changed (it did: checked above).
+                Some((p, _)) => {
+                    let [bids, asks] = &self.pool[p];
                     list[at].view.encode(&mut self.out, &mut self.scratch, ctx.time_ms, spec.units, bids, asks)
+                }
+                None => {
+                    let [bids, asks] = &self.pool[pos];
+                    list[at]
+                        .view
+                        .encode_changed(&mut self.out, &mut self.scratch, ctx.time_ms, spec.units, bids, asks)
+                        .unwrap_or_default()
                 }
             };
             self.frames.push(frame);
         }
         let encoded = ctx.timings.then(Instant::now);
         // 3. Queue: one shared frame per view for all its subscribers.
-        if ctx.timings && self.first_frame.is_none() && !self.frames.is_empty() {
+        if ctx.timings && self.first_frame.is_none() && self.frames.iter().any(|f| !f.is_empty()) {
             self.first_frame = Some(Instant::now());
         }
-        let mut next = self.changed.iter().zip(self.frames.drain(..)).peekable();
+        let mut next = self.changed.iter().zip(self.frames.drain(..)).filter(|(_, f)| !f.is_empty()).peekable();
         for (pos, ids) in keys.values().enumerate() {
             let Some((_, frame)) = next.next_if(|((p, _, _), _)| *p == pos) else { continue };
             for &id in ids {
