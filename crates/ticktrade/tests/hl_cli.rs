@@ -44,6 +44,28 @@ impl Drop for Server {
     }
 }
 
+/// `ticktrade hl` on `dir`, bound to a free loopback port: the process, its `ws://` URL and
+/// the first line it printed.
+fn start_server(dir: &std::path::Path) -> (Server, String, String) {
+    let mut child = Command::new(BIN)
+        .args(["hl", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let server = Server(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("ws://"))
+        .unwrap_or_else(|| panic!("no url in {line:?}"))
+        .to_owned();
+    (server, url, line)
+}
+
 async fn next_json(
     ws: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
 ) -> Value {
@@ -63,22 +85,7 @@ async fn next_json(
 async fn server_process_follows_generator_process() {
     let tmp = tempfile::tempdir().unwrap();
     generate(tmp.path(), 1);
-    let mut child = Command::new(BIN)
-        .args(["hl", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(tmp.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let _server = Server(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("ws://"))
-        .unwrap_or_else(|| panic!("no url in {line:?}"))
-        .to_owned();
+    let (_server, url, line) = start_server(tmp.path());
     assert!(line.contains("snapshot at block 1000000"), "{line}");
 
     let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
@@ -120,18 +127,7 @@ async fn server_process_follows_generator_process() {
 fn stats_measures_a_live_server_and_the_file_floor() {
     let tmp = tempfile::tempdir().unwrap();
     generate(tmp.path(), 1);
-    let mut child = Command::new(BIN)
-        .args(["hl", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(tmp.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let _server = Server(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let url = line.split_whitespace().find(|w| w.starts_with("ws://")).unwrap().to_owned();
+    let (_server, url, _) = start_server(tmp.path());
     // The same seed continues the market of the bootstrap; blocks are stamped with the wall
     // clock, one every 20 ms, for longer than stats measures.
     let writer = Command::new(BIN)
