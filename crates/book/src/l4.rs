@@ -17,6 +17,8 @@
 //! against 112–142 ns/op for `BTreeMap<price, VecDeque<order>>` + `HashMap`, 2–3× across runs
 //! on the shared 2-vCPU VM (2026-11).
 
+use std::collections::hash_map::Entry;
+
 use rustc_hash::FxHashMap;
 use slab::Slab;
 use ticktrade_core::{Price, Qty, Side};
@@ -168,14 +170,16 @@ impl<T> L4Book<T> {
         if !qty.is_positive() {
             return Err(L4Error::NonPositiveQty);
         }
-        if self.ids.contains_key(&id) {
-            return Err(L4Error::DuplicateId(id));
-        }
+        // One probe of the id map: the slot the node will take is known before it is taken.
+        let slot = self.nodes.vacant_key() as u32;
+        match self.ids.entry(id) {
+            Entry::Occupied(_) => return Err(L4Error::DuplicateId(id)),
+            Entry::Vacant(entry) => entry.insert(slot),
+        };
         let level = self.level_for_insert(side, price);
-        let slot =
-            self.nodes.insert(Node { order: Order { id, side, price, qty, payload }, prev: NIL, next: NIL, level })
-                as u32;
-        self.ids.insert(id, slot);
+        let taken =
+            self.nodes.insert(Node { order: Order { id, side, price, qty, payload }, prev: NIL, next: NIL, level });
+        debug_assert_eq!(taken as u32, slot);
         let lvl = &mut self.levels[level as usize];
         lvl.qty += qty;
         lvl.n_orders += 1;
@@ -419,6 +423,9 @@ mod tests {
         book.add(4, Side::Sell, p(103), q(1), 9).unwrap();
         book.add(5, Side::Sell, p(102), q(4), 9).unwrap();
         assert_eq!(book.add(1, Side::Sell, p(1), q(1), 0), Err(L4Error::DuplicateId(1)));
+        // A refused duplicate leaves the first order where it was, and no empty level.
+        assert_eq!(book.get(1).map(|o| (o.side, o.price, o.qty, o.payload)), Some((Side::Buy, p(100), q(5), 7)));
+        assert_eq!((book.depth(Side::Sell), book.level(Side::Sell, p(1))), (2, None));
         assert_eq!(book.add(9, Side::Sell, p(1), q(0), 0), Err(L4Error::NonPositiveQty));
         assert_eq!(book.best(Side::Buy), Some(L4Level { price: p(101), qty: q(3), n_orders: 1 }));
         assert_eq!(book.best_price(Side::Sell), Some(p(102)));
