@@ -143,15 +143,22 @@ fn bucket_range(px: i64, n_sig_figs: u32, mantissa: u32, is_bid: bool) -> Bucket
         5 => q - q % 5,
         _ => q,
     } * p;
-    let (b, lo, hi) = if is_bid {
+    let (b, lo, hi) = rounded(px, down, width, is_bid);
+    Bucket { b, lo: lo.max(dlo), hi: hi.min(dhi), width, dlo, dhi }
+}
+
+/// The bucket of `px` given `down` (`px` rounded down to a multiple of `width`, > 1): bids round
+/// down, asks up; and the inclusive range of prices of that width that share it.
+#[inline(always)]
+fn rounded(px: i64, down: i64, width: i64, is_bid: bool) -> (i64, i64, i64) {
+    if is_bid {
         (down, down, down.saturating_add(width - 1))
     } else if down == px {
         (px, px.saturating_sub(width - 1), px)
     } else {
         let up = down.saturating_add(width);
         (up, up.saturating_sub(width - 1), up)
-    };
-    Bucket { b, lo: lo.max(dlo), hi: hi.min(dhi), width, dlo, dhi }
+    }
 }
 
 /// [`bucket_range`] for any price and mantissa (one division by a variable).
@@ -164,14 +171,7 @@ fn bucket_range_general(px: i64, n_sig_figs: u32, mantissa: u32, is_bid: bool) -
         return (px, px, px);
     }
     let down = px - px % width;
-    let (b, lo, hi) = if is_bid {
-        (down, down, down.saturating_add(width - 1))
-    } else if down == px {
-        (px, px.saturating_sub(width - 1), px)
-    } else {
-        let up = down.saturating_add(width);
-        (up, up.saturating_sub(width - 1), up)
-    };
+    let (b, lo, hi) = rounded(px, down, width, is_bid);
     let same_digits_lo = POW10[(d - 1) as usize];
     let same_digits_hi = if (d as usize) < POW10.len() { POW10[d as usize] - 1 } else { i64::MAX };
     (b, lo.max(same_digits_lo), hi.min(same_digits_hi))
