@@ -79,15 +79,6 @@ fn generated_lines_take_the_fast_path_and_decode_identically() {
         let mut out = Vec::new();
         fast::statuses(&block.statuses, true, &mut out).unwrap();
         n_statuses += out.len();
-        // Decoded in two parts at the split guess: the same statuses, with and without l4.
-        let split = fast::statuses_split(&block.statuses).unwrap();
-        for (all, whole) in [(true, out.clone()), (false, out.iter().filter(|s| s.may_rest()).cloned().collect())] {
-            let (mut head, mut tail) = (Vec::new(), Vec::new());
-            assert!(fast::statuses_head(&block.statuses, split, all, &mut head).is_some());
-            assert!(fast::statuses_tail(&block.statuses, split, all, &mut tail).is_some());
-            head.extend(tail);
-            assert_eq!(head, whole);
-        }
         let mut out = Vec::new();
         fast::diffs(&block.diffs, &mut out).unwrap();
         n_diffs += out.len();
