@@ -54,9 +54,7 @@ fn skipped_views_equal_a_full_recompute(threads: usize) {
     for coin in &names {
         for v in L2Variant::ALL {
             for n_levels in [20, 3] {
-                let text = serde_json::json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": coin, "nSigFigs": v.n_sig_figs(), "mantissa": (v.mantissa() > 1).then_some(v.mantissa()), "nLevels": n_levels}}).to_string();
-                let message = ClientMessage::parse(&text).unwrap();
-                engine.handle(EngineMsg::Request { id: 1, message, text });
+                subscribe(&mut engine, 1, l2_book(coin, v, Some(n_levels)));
             }
         }
     }
@@ -114,10 +112,7 @@ fn every_frame_is_built_from_its_coins_whole(threads: usize) {
     let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path(), crate::follow::READ_LIMIT, threads);
     let names: Vec<String> = generator.coins().iter().map(|c| c.name.clone()).collect();
     for coin in &names {
-        let text =
-            serde_json::json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": coin}}).to_string();
-        let message = ClientMessage::parse(&text).unwrap();
-        engine.handle(EngineMsg::Request { id: 1, message, text });
+        subscribe(&mut engine, 1, serde_json::json!({"type": "l2Book", "coin": coin}));
     }
     while rx.try_recv().is_ok() {}
     let mut writer = GenWriter::new(dir.path());
@@ -184,14 +179,25 @@ fn one_poll_catches_up_in_bounded_reads() {
     while rx.try_recv().is_ok() {}
 }
 
+/// Sends client `id`'s `subscribe` request for `subscription`, as its text would arrive.
+fn subscribe(engine: &mut Engine, id: ClientId, subscription: serde_json::Value) {
+    let text = serde_json::json!({"method": "subscribe", "subscription": subscription}).to_string();
+    let message = ClientMessage::parse(&text).unwrap();
+    engine.handle(EngineMsg::Request { id, message, text });
+}
+
+/// The `l2Book` subscription of `coin` at `variant` with `n_levels` (None: the default).
+fn l2_book(coin: &str, variant: L2Variant, n_levels: Option<u32>) -> serde_json::Value {
+    let mantissa = (variant.mantissa() > 1).then_some(variant.mantissa());
+    serde_json::json!({"type": "l2Book", "coin": coin, "nSigFigs": variant.n_sig_figs(), "mantissa": mantissa, "nLevels": n_levels})
+}
+
 /// Subscribes client `id` to `l2Book` of every coin in `names` at every variant, with
 /// `n_levels` (None: the default 20).
 fn subscribe_all(engine: &mut Engine, id: ClientId, names: &[String], n_levels: Option<u32>) {
     for coin in names {
         for v in L2Variant::ALL {
-            let text = serde_json::json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": coin, "nSigFigs": v.n_sig_figs(), "mantissa": (v.mantissa() > 1).then_some(v.mantissa()), "nLevels": n_levels}}).to_string();
-            let message = ClientMessage::parse(&text).unwrap();
-            engine.handle(EngineMsg::Request { id, message, text });
+            subscribe(engine, id, l2_book(coin, v, n_levels));
         }
     }
 }
@@ -275,10 +281,7 @@ fn a_coin_going_stale_on_the_helper_thread() {
     engine.helper_only = true;
     let names: Vec<String> = generator.coins().iter().map(|c| c.name.clone()).collect();
     for coin in &names {
-        let text =
-            serde_json::json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": coin}}).to_string();
-        let message = ClientMessage::parse(&text).unwrap();
-        engine.handle(EngineMsg::Request { id: 1, message, text });
+        subscribe(&mut engine, 1, serde_json::json!({"type": "l2Book", "coin": coin}));
     }
     while rx.try_recv().is_ok() {}
     let mut writer = GenWriter::new(dir.path());
