@@ -267,6 +267,29 @@ impl Follower {
     }
 }
 
+/// Calls `on_change` when a file under `data_dir` (recursively) is created or written: how the
+/// engine and [`Watched`] learn that a stream grew. `None` (the caller polls) when notifications
+/// cannot be set up.
+pub fn watch_dir(data_dir: &Path, on_change: impl Fn() + Send + 'static) -> Option<notify::RecommendedWatcher> {
+    use notify::{EventKind, RecursiveMode, Watcher as _};
+    let handler = move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event
+            && matches!(event.kind, EventKind::Create(_) | EventKind::Modify(_))
+        {
+            on_change();
+        }
+    };
+    let watcher = notify::recommended_watcher(handler)
+        .and_then(|mut watcher| watcher.watch(data_dir, RecursiveMode::Recursive).map(|()| watcher));
+    match watcher {
+        Ok(watcher) => Some(watcher),
+        Err(err) => {
+            tracing::warn!("file notifications unavailable ({err}); polling only");
+            None
+        }
+    }
+}
+
 /// Followers of several streams woken by file-system notifications on the data directory,
 /// with a polling fallback: how a reader outside the server (the latency tools' file-level
 /// floor) follows hl-node's files the way the engine does.
@@ -280,15 +303,11 @@ impl Watched {
     /// Follows `streams` under `data_dir` from the start of their files (see
     /// [`Watched::seek_end`]). Without notifications (the watch could not be set up) it polls.
     pub fn new(data_dir: &Path, streams: &[Stream]) -> Watched {
-        use notify::Watcher as _;
         // One pending wake-up is enough: the reader reads everything there is when it wakes.
         let (tx, woken) = std::sync::mpsc::sync_channel::<()>(1);
-        let handler = move |_event: notify::Result<notify::Event>| {
+        let watcher = watch_dir(data_dir, move || {
             let _ = tx.try_send(());
-        };
-        let watcher = notify::recommended_watcher(handler)
-            .ok()
-            .and_then(|mut w| w.watch(data_dir, notify::RecursiveMode::Recursive).ok().map(|()| w));
+        });
         let followers = streams.iter().map(|&s| Follower::new(data_dir, s)).collect();
         Watched { followers, woken, _watcher: watcher }
     }

@@ -25,7 +25,6 @@ use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::{mpsc, oneshot};
 use yawc::close::CloseCode;
 use yawc::frame::{Frame, OpCode};
@@ -114,28 +113,11 @@ pub fn start(
     Ok(Running { addr, engine: tx, thread: Some(thread), _watcher: watcher, server })
 }
 
-/// Recursive notification on the data directory; `None` (polling only) if it cannot be set up.
+/// Wakes the engine on the data directory's notifications (`follow::watch_dir`).
 fn watch(data_dir: &Path, tx: std::sync::mpsc::Sender<EngineMsg>) -> Option<notify::RecommendedWatcher> {
-    let handler = move |event: notify::Result<notify::Event>| {
-        if let Ok(event) = event
-            && matches!(event.kind, EventKind::Create(_) | EventKind::Modify(_))
-        {
-            let _ = tx.send(EngineMsg::Files);
-        }
-    };
-    match notify::recommended_watcher(handler) {
-        Ok(mut watcher) => match watcher.watch(data_dir, RecursiveMode::Recursive) {
-            Ok(()) => Some(watcher),
-            Err(err) => {
-                tracing::warn!("file notifications unavailable ({err}); polling only");
-                None
-            }
-        },
-        Err(err) => {
-            tracing::warn!("file notifications unavailable ({err}); polling only");
-            None
-        }
-    }
+    crate::follow::watch_dir(data_dir, move || {
+        let _ = tx.send(EngineMsg::Files);
+    })
 }
 
 async fn info(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
