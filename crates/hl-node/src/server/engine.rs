@@ -38,13 +38,13 @@
 //! thread that built it: an engine driven from another thread runs on one. rayon leaks the
 //! small registry of such a pool when it is dropped (one per engine; tests build several).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
@@ -56,14 +56,16 @@ use ticktrade_hl_proto::node::{
     trades_from_fills,
 };
 use ticktrade_hl_proto::time::parse_node_time;
-use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Variant, L2View, UnitLevel};
+use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Variant, UnitLevel};
 
+mod lane;
 mod requests;
 
-use super::publish::Undelivered;
+use lane::{BlockCtx, CoinJob, Lane, ViewSlot, slot_at};
+
 use super::publish::{ClientId, L2Key, Subscribers};
-use crate::books::{ApplyError, BlockPlan, Books, CoinPart};
-use crate::coins::{CoinId, CoinTable};
+use crate::books::{BlockPlan, Books};
+use crate::coins::CoinId;
 use crate::follow::Follower;
 use crate::join::{Joined, Joiner, Line, Stream};
 
@@ -181,16 +183,6 @@ pub const PHASES: [&str; 5] = ["decode", "apply", "l2", "encode", "queue"];
 /// vs 3.66/3.44/3.32 ms, last frame queued p50 2.49/2.61/2.92 vs 2.25/2.30/2.37 ms (probe
 /// p99 mixed: 2.65/2.24/3.76 vs 2.63/2.82/2.58 ms).
 const YIELD_EVERY: Duration = Duration::from_micros(200);
-
-/// Of a view that changed and has its full-precision twin's levels: the twin's position in the
-/// coin's keys (its levels in `Engine::pool`) and in `views[coin]`.
-type Twin = Option<(usize, usize)>;
-
-/// One `l2Book` view of a coin: its key and its last frame.
-struct ViewSlot {
-    key: L2Key,
-    view: L2View,
-}
 
 /// The engine state.
 pub struct Engine {
@@ -781,270 +773,10 @@ impl Engine {
     }
 }
 
-/// One coin's share of a block: its book and touched range, and its views, borrowed apart
-/// from every other coin's, so two threads can each take coins.
-struct CoinJob<'a> {
-    part: CoinPart<'a>,
-    views: &'a mut Vec<ViewSlot>,
-}
-
-/// What every coin of a block reads (shared by the two threads).
-struct BlockCtx<'a, 'e> {
-    coins: &'a CoinTable,
-    plan: &'a BlockPlan,
-    statuses: &'a [OrderStatus<'e>],
-    diffs: &'a [BookDiff<'e>],
-    subs: &'a super::publish::Subscribers,
-    time_ms: u64,
-    timings: bool,
-    /// Yield the CPU at most this often (`YIELD_EVERY`, on one thread only).
-    yield_every: Option<Duration>,
-}
-
-/// One compute thread's working state for a block's coins, reused from block to block, and
-/// what it leaves for the engine thread (apply errors, undelivered frames) and the stats.
-struct Lane {
-    /// Frames are encoded into this buffer and split off as shared `Bytes`.
-    out: BytesMut,
-    scratch: Vec<u8>,
-    /// Both sides of the coin being published, gathered once for all its views.
-    sides: [Vec<UnitLevel>; 2],
-    /// Per coin being published: positions (in key order) of the views that changed, where
-    /// they are in the coin's views, and the full-precision view whose levels they share, if
-    /// any; and their new frames.
-    changed: Vec<(usize, usize, Twin)>,
-    /// Per coin being published: `(nLevels, position in its views)` of each full-precision
-    /// view aggregated for this block.
-    fulls: Vec<(usize, usize, usize)>,
-    /// The levels of this block of the coin being published, per position of its views in the
-    /// key order: reused for every coin, so they stay in cache (per-view lists were cold
-    /// writes every block: the top of `aggregate_units` and of the encoder in perf).
-    pool: Vec<[Vec<UnitLevel>; 2]>,
-    frames: Vec<Bytes>,
-    /// Coins whose diffs could not be applied (now stale), for the engine thread to report.
-    errors: Vec<(CoinId, ApplyError)>,
-    /// Frames a client's queue refused, for the engine thread to disconnect it.
-    undelivered: Vec<(ClientId, Undelivered)>,
-    /// This block: coins taken, coins changed, views aggregated.
-    n_coins: u64,
-    n_changed: u64,
-    n_aggregated: u64,
-    /// This block (timings only): nanoseconds applying, aggregating and encoding, and in all.
-    ns: [u64; 3],
-    busy_ns: u64,
-    /// This block: when this lane queued its first `l2Book` frame (timings only).
-    first_frame: Option<Instant>,
-    last_yield: Option<Instant>,
-}
-
-impl Lane {
-    fn new() -> Lane {
-        Lane {
-            out: BytesMut::with_capacity(1 << 16),
-            scratch: Vec::with_capacity(32),
-            sides: [Vec::with_capacity(256), Vec::with_capacity(256)],
-            changed: Vec::with_capacity(16),
-            fulls: Vec::with_capacity(4),
-            pool: Vec::new(),
-            frames: Vec::with_capacity(16),
-            errors: Vec::new(),
-            undelivered: Vec::new(),
-            n_coins: 0,
-            n_changed: 0,
-            n_aggregated: 0,
-            ns: [0; 3],
-            busy_ns: 0,
-            first_frame: None,
-            last_yield: None,
-        }
-    }
-
-    fn start_block(&mut self) {
-        (self.n_coins, self.n_changed, self.n_aggregated) = (0, 0, 0);
-        (self.ns, self.busy_ns) = ([0; 3], 0);
-        (self.first_frame, self.last_yield) = (None, None);
-    }
-
-    /// Takes coins from `queue` until it is empty.
-    fn drain(&mut self, ctx: &BlockCtx<'_, '_>, queue: &Mutex<std::vec::IntoIter<CoinJob<'_>>>) {
-        let started = ctx.timings.then(Instant::now);
-        loop {
-            // A poisoned queue means the other thread panicked; the join re-raises it.
-            let job = match queue.lock() {
-                Ok(mut queue) => queue.next(),
-                Err(_) => None,
-            };
-            let Some(mut job) = job else { break };
-            self.run_coin(ctx, &mut job);
-        }
-        if let Some(t) = started {
-            self.busy_ns += t.elapsed().as_nanos() as u64;
-        }
-    }
-
-    /// One coin: apply its diffs, then publish its views at once, so its frames leave while
-    /// the other coins are still to be applied; a coin's frame is only built once all its
-    /// diffs of the block are applied (its book is then at the end of the block).
-    fn run_coin(&mut self, ctx: &BlockCtx<'_, '_>, job: &mut CoinJob<'_>) {
-        self.n_coins += 1;
-        let coin = job.part.coin;
-        let t = ctx.timings.then(Instant::now);
-        let applied = job.part.apply(ctx.coins.spec(coin), ctx.plan, ctx.statuses, ctx.diffs);
-        if let Some(t) = t {
-            self.ns[0] += t.elapsed().as_nanos() as u64;
-        }
-        self.n_changed += u64::from(applied.changed);
-        match applied.error {
-            Some(err) => self.errors.push((coin, err)),
-            None if applied.changed => {
-                if let Some(keys) = ctx.subs.l2.get(&coin) {
-                    self.publish_l2(ctx, job, keys);
-                }
-                // Let the connection tasks this block's frames woke run now if they wait
-                // for this CPU (the scheduler would let the rest of the block run first):
-                // frames queued should leave before the next coins are computed. At most
-                // once per `YIELD_EVERY`, from the first coin on, so that the block itself
-                // is not handed away coin after coin. On one thread only (see `YIELD_EVERY`).
-                if let Some(every) = ctx.yield_every {
-                    let now = Instant::now();
-                    if self.last_yield.is_none_or(|at| now.duration_since(at) >= every) {
-                        std::thread::yield_now();
-                        self.last_yield = Some(now);
-                    }
-                }
-            }
-            None => {}
-        }
-    }
-
-    /// Publishes every subscribed view (`keys`) of the job's coin that changed; adds the time
-    /// spent aggregating and encoding to `ns` (only when timings are recorded).
-    fn publish_l2(&mut self, ctx: &BlockCtx<'_, '_>, job: &mut CoinJob<'_>, keys: &BTreeMap<L2Key, Vec<ClientId>>) {
-        let started = ctx.timings.then(Instant::now);
-        let CoinJob { part, views: list } = job;
-        let coin = part.coin;
-        let book = &*part.book;
-        if book.stale {
-            return;
-        }
-        // 1. L2: a view whose shown levels the block's touched prices cannot reach keeps its
-        // last frame (`l2::side_may_change`); the others are aggregated from both sides,
-        // gathered once, and compared with their last frame (a change outside the visible
-        // levels sends nothing).
-        let touched = part.touched().range;
-        let spec = ctx.coins.spec(coin);
-        self.changed.clear();
-        self.fulls.clear();
-        if self.pool.len() < keys.len() {
-            self.pool.resize_with(keys.len(), || [Vec::with_capacity(128), Vec::with_capacity(128)]);
-        }
-        let mut gathered = false;
-        for (pos, key) in keys.keys().enumerate() {
-            let at = slot_at(list, *key, &spec.name);
-            let slot = &mut list[at];
-            let (variant, n) = (L2Variant::ALL[usize::from(key.variant_idx)], usize::from(key.n_levels));
-            if !slot.view.is_fresh()
-                && !crate::l2::side_may_change(slot.view.deepest(0), true, variant, n, touched[0])
-                && !crate::l2::side_may_change(slot.view.deepest(1), false, variant, n, touched[1])
-            {
-                continue;
-            }
-            self.n_aggregated += 1;
-            // A view whose full-precision twin (same nLevels, aggregated above: keys are in
-            // variant order, `Full` first) keeps every level at its variant has the twin's
-            // levels (`l2::keeps_levels`): it is not aggregated, and shares the twin's frame
-            // when that is new too.
-            let pool = &self.pool;
-            let twin = self.fulls.iter().find(|&&(m, _, _)| m == n).map(|&(_, p, t)| (p, t)).filter(|&(p, _)| {
-                let [b, a] = &pool[p];
-                crate::l2::keeps_levels(b, variant) && crate::l2::keeps_levels(a, variant)
-            });
-            if let Some((p, t)) = twin {
-                let [b, a] = &pool[p];
-                if !list[at].view.unchanged(b, a) {
-                    self.changed.push((pos, at, Some((p, t))));
-                }
-                continue;
-            }
-            if !gathered {
-                crate::l2::gather(book.book.levels(Side::Buy), &mut self.sides[0]);
-                crate::l2::gather(book.book.levels(Side::Sell), &mut self.sides[1]);
-                gathered = true;
-            }
-            let [bids, asks] = &mut self.pool[pos];
-            crate::l2::aggregate_units(&self.sides[0], true, variant, n, bids);
-            crate::l2::aggregate_units(&self.sides[1], false, variant, n, asks);
-            if variant == L2Variant::Full {
-                self.fulls.push((n, pos, at));
-            }
-            // Compared with its last frame by `encode_changed` (one pass).
-            self.changed.push((pos, at, None));
-        }
-        let aggregated = ctx.timings.then(Instant::now);
-        // 2. Encode the views that changed.
-        self.frames.clear();
-        // An empty frame: the view's levels were what it last sent (no frame; a frame is never
-        // empty).
-        for &(pos, at, twin) in &self.changed {
-            let frame = match twin {
-                // The twin's frame of this block (encoded above): the same bytes.
-                Some((_, t))
-                    if self.changed.iter().zip(&self.frames).any(|(&(_, a, _), f)| a == t && !f.is_empty()) =>
-                {
-                    let (src, dst) = pair_mut(list, t, at);
-                    dst.view.share(&src.view)
-                }
-                // Its twin's levels when only this view changed (it did: checked above).
-                Some((p, _)) => {
-                    let [bids, asks] = &self.pool[p];
-                    list[at].view.encode(&mut self.out, &mut self.scratch, ctx.time_ms, spec.units, bids, asks)
-                }
-                None => {
-                    let [bids, asks] = &self.pool[pos];
-                    list[at]
-                        .view
-                        .encode_changed(&mut self.out, &mut self.scratch, ctx.time_ms, spec.units, bids, asks)
-                        .unwrap_or_default()
-                }
-            };
-            self.frames.push(frame);
-        }
-        let encoded = ctx.timings.then(Instant::now);
-        // 3. Queue: one shared frame per view for all its subscribers.
-        if ctx.timings && self.first_frame.is_none() && self.frames.iter().any(|f| !f.is_empty()) {
-            self.first_frame = Some(Instant::now());
-        }
-        let mut next = self.changed.iter().zip(self.frames.drain(..)).filter(|(_, f)| !f.is_empty()).peekable();
-        for (pos, ids) in keys.values().enumerate() {
-            let Some((_, frame)) = next.next_if(|((p, _, _), _)| *p == pos) else { continue };
-            for &id in ids {
-                if let Err(why) = ctx.subs.try_send(id, frame.clone()) {
-                    self.undelivered.push((id, why));
-                }
-            }
-        }
-        if let (Some(a), Some(b), Some(c)) = (started, aggregated, encoded) {
-            self.ns[1] += b.duration_since(a).as_nanos() as u64;
-            self.ns[2] += c.duration_since(b).as_nanos() as u64;
-        }
-    }
-}
-
 /// Nanoseconds since `offered` when called on the helper thread (rayon's thread 1), else
 /// `u64::MAX` (the engine thread runs a half the helper had not started).
 fn helper_since(offered: Instant) -> u64 {
     if rayon::current_thread_index() == Some(1) { offered.elapsed().as_nanos() as u64 } else { u64::MAX }
-}
-
-/// Where the view `key` is in a coin's views `list`, created on first use.
-fn slot_at(list: &mut Vec<ViewSlot>, key: L2Key, name: &str) -> usize {
-    match list.iter().position(|s| s.key == key) {
-        Some(at) => at,
-        None => {
-            list.push(ViewSlot { key, view: L2View::new(name) });
-            list.len() - 1
-        }
-    }
 }
 
 /// A line's decoded events, its block time, and what could not be decoded.
@@ -1077,17 +809,6 @@ fn decode_statuses(line: &Line, all: bool) -> Decoded<'_, OrderStatus<'_>> {
         decode_line(line, fast_statuses, Some::<OrderStatus<'_>>, may_rest)
     } else {
         decode_line(line, fast_statuses, |r: RestingStatus<'_>| r.0, may_rest)
-    }
-}
-
-/// `list[src]` and `list[dst]` (`src != dst`) at once.
-fn pair_mut<T>(list: &mut [T], src: usize, dst: usize) -> (&T, &mut T) {
-    if src < dst {
-        let (a, b) = list.split_at_mut(dst);
-        (&a[src], &mut b[0])
-    } else {
-        let (a, b) = list.split_at_mut(src);
-        (&b[0], &mut a[dst])
     }
 }
 

@@ -1,5 +1,10 @@
+use std::collections::BTreeMap;
+
+use bytes::BytesMut;
+
 use ticktrade_hl_proto::info::{Meta, SpotMeta, coins_from_meta};
 use ticktrade_hl_proto::snapshot::Snapshot;
+use ticktrade_hl_proto::ws::L2View;
 
 use super::*;
 use crate::synth::writer::GenWriter;
