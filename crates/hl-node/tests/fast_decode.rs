@@ -79,6 +79,15 @@ fn generated_lines_take_the_fast_path_and_decode_identically() {
         let mut out = Vec::new();
         fast::statuses(&block.statuses, true, &mut out).unwrap();
         n_statuses += out.len();
+        // Decoded in two parts at the split guess: the same statuses, with and without l4.
+        let split = fast::statuses_split(&block.statuses, block.statuses.len() / 2).unwrap();
+        for (all, whole) in [(true, out.clone()), (false, out.iter().filter(|s| s.may_rest()).cloned().collect())] {
+            let (mut head, mut tail) = (Vec::new(), Vec::new());
+            assert!(fast::statuses_head(&block.statuses, split, all, &mut head).is_some());
+            assert!(fast::statuses_tail(&block.statuses, split, all, &mut tail).is_some());
+            head.extend(tail);
+            assert_eq!(head, whole);
+        }
         let mut out = Vec::new();
         fast::diffs(&block.diffs, &mut out).unwrap();
         n_diffs += out.len();
@@ -166,7 +175,7 @@ fn decode_cost() {
         })
         .collect();
     let (mut statuses, mut diffs) = (Vec::new(), Vec::new());
-    let mut ns: Vec<u64> = Vec::new();
+    let (mut ns, mut ns_statuses, mut ns_diffs) = (Vec::new(), Vec::new(), Vec::new());
     let mut n = 0;
     for _round in 0..10 {
         for (s, d) in &blocks {
@@ -174,18 +183,27 @@ fn decode_cost() {
             diffs.clear();
             let t = std::time::Instant::now();
             fast::statuses(s, false, &mut statuses).unwrap();
+            let t1 = std::time::Instant::now();
             fast::diffs(d, &mut diffs).unwrap();
-            ns.push(t.elapsed().as_nanos() as u64);
+            let t2 = std::time::Instant::now();
+            ns.push(t2.duration_since(t).as_nanos() as u64);
+            ns_statuses.push(t1.duration_since(t).as_nanos() as u64);
+            ns_diffs.push(t2.duration_since(t1).as_nanos() as u64);
             n += statuses.len() + diffs.len();
         }
     }
     std::hint::black_box(n);
-    let mean = ns.iter().sum::<u64>() / ns.len() as u64;
-    ns.sort_unstable();
-    println!(
-        "decode per block over {} blocks: median {} ns, mean {mean} ns, p90 {} ns",
-        ns.len(),
-        ns[ns.len() / 2],
-        ns[ns.len() * 9 / 10]
-    );
+    let bytes = |f: fn(&(String, String)) -> usize| blocks.iter().map(f).sum::<usize>() / blocks.len();
+    let (bytes_statuses, bytes_diffs) = (bytes(|b| b.0.len()), bytes(|b| b.1.len()));
+    for (what, ns) in [("decode", &mut ns), ("statuses", &mut ns_statuses), ("diffs", &mut ns_diffs)] {
+        let mean = ns.iter().sum::<u64>() / ns.len() as u64;
+        ns.sort_unstable();
+        println!(
+            "{what} per block over {} blocks: median {} ns, mean {mean} ns, p90 {} ns",
+            ns.len(),
+            ns[ns.len() / 2],
+            ns[ns.len() * 9 / 10]
+        );
+    }
+    println!("line bytes per block: statuses {bytes_statuses}, diffs {bytes_diffs}");
 }

@@ -410,6 +410,81 @@ pub fn statuses<'a>(line: &'a str, all: bool, out: &mut Vec<OrderStatus<'a>>) ->
     header
 }
 
+/// The first byte offset at or after `from` (e.g. the middle) of a statuses line where an
+/// event may start (just after `},` and before `{"time":"`), to decode the line in two parts
+/// on two threads with [`statuses_head`] and [`statuses_tail`]. Only a guess: the pattern may
+/// sit inside an event (in `children` or `builder`); [`statuses_head`] proves or refutes it.
+pub fn statuses_split(line: &str, from: usize) -> Option<usize> {
+    const PATTERN: &[u8; 11] = b"},{\"time\":\"";
+    let bytes = line.as_bytes();
+    let from = from.saturating_sub(2);
+    let mut at = from;
+    // Candidates by the pattern's first two bytes (memchr-like), then the rest compared.
+    while let Some(i) = bytes.get(at..)?.iter().position(|&c| c == b'}') {
+        at += i;
+        let window: &[u8; 11] = bytes.get(at..at + PATTERN.len())?.try_into().ok()?;
+        if window == PATTERN {
+            return Some(at + 2);
+        }
+        at += 1;
+    }
+    None
+}
+
+/// [`statuses`] of the events before `split` only: `None` (and `out` unchanged) unless the
+/// line's header and events decode in hl-node's exact shape up to an event boundary exactly
+/// at `split` (an event followed by `,` ends at `split`). With [`statuses_tail`] from the
+/// same `split`, the two parts hold exactly what [`statuses`] gives for the whole line; when
+/// either gives up, decode the whole line.
+pub fn statuses_head<'a>(line: &'a str, split: usize, all: bool, out: &mut Vec<OrderStatus<'a>>) -> Option<Header<'a>> {
+    let len = out.len();
+    let mut cursor = Cursor::new(line);
+    let header = cursor.header();
+    let done = header.and_then(|_| {
+        if cursor.peek()? == b']' {
+            return None;
+        }
+        loop {
+            if let Some(status) = cursor.status(all)? {
+                out.push(status);
+            }
+            if cursor.peek()? != b',' {
+                return None;
+            }
+            cursor.at += 1;
+            if cursor.at >= split {
+                return (cursor.at == split).then_some(());
+            }
+        }
+    });
+    if done.is_none() {
+        out.truncate(len);
+        return None;
+    }
+    header
+}
+
+/// [`statuses`] of the events from `split` (see [`statuses_head`]) to the end of the line;
+/// `None` (and `out` unchanged) when that part is not in hl-node's exact shape.
+pub fn statuses_tail<'a>(line: &'a str, split: usize, all: bool, out: &mut Vec<OrderStatus<'a>>) -> Option<()> {
+    let len = out.len();
+    let mut cursor = Cursor::new(line);
+    cursor.at = split;
+    // At least one event follows the comma before `split`, so the events loop starts with one.
+    let done = cursor.bytes.get(split).filter(|&&c| c == b'{').and_then(|_| {
+        cursor.events(|c| {
+            if let Some(status) = c.status(all)? {
+                out.push(status);
+            }
+            Some(())
+        })
+    });
+    if done.is_none() {
+        out.truncate(len);
+    }
+    done
+}
+
 /// Appends the diffs of a raw-diff line to `out`, exactly as [`super::TypedBatch`] of
 /// [`BookDiff`] would; `None` (and `out` unchanged) when the line is not in hl-node's exact
 /// shape.

@@ -343,3 +343,104 @@ fn a_coin_going_stale_on_the_helper_thread() {
     }
     assert_eq!(engine.stats().lock().unwrap().reports.len(), 1);
 }
+
+fn line(stream: Stream, text: String) -> Line {
+    Line { stream, text, origin: crate::join::Origin { file: "f".into(), line: 1 } }
+}
+
+/// A block's lines decoded on two threads, the statuses line in two parts (head and tail)
+/// and the diffs as a third, give exactly the events of the whole-line decode, in order, with
+/// l4 subscribers or without: no part lost or taken twice, whichever thread runs which part.
+/// A part that gives up (here a space the exact-shape decoder refuses, in the head or in the
+/// tail) means the whole line is decoded by the general decoder: still every event.
+#[test]
+fn a_block_decoded_in_three_parts_equals_the_whole_decode() {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).use_current_thread().build().unwrap();
+    let mut generator = Generator::new(&GenConfig { n_coins: 12, orders_per_block: 300, ..GenConfig::default() });
+    for i in 0..50 {
+        let block = generator.next_block(Utc::from_millis(1_777_582_800_000 + i * 100));
+        let (statuses, diffs) = (line(Stream::Statuses, block.statuses), line(Stream::Diffs, block.diffs));
+        // The three-part path is the one taken: the guessed boundary is a real one.
+        let split = fast::statuses_split(&statuses.text, head_target(statuses.text.len(), diffs.text.len())).unwrap();
+        assert!(fast::statuses_head(&statuses.text, split, true, &mut Vec::new()).is_some());
+        assert!(fast::statuses_tail(&statuses.text, split, true, &mut Vec::new()).is_some());
+        let whole_diffs = decode_diffs(&diffs).events;
+        for all in [true, false] {
+            let whole = decode_statuses(&statuses, all);
+            assert!(whole.events.len() > 10);
+            let (st, df, _) = decode_on_two(&pool, &statuses, &diffs, all);
+            assert_eq!(st.events, whole.events, "block {i}, all {all}");
+            assert_eq!(st.time, whole.time);
+            assert!(st.damaged.is_empty() && st.reports.is_empty());
+            assert_eq!(df.events, whole_diffs);
+            if i % 10 == 0 {
+                // A space before the split or after it: the head or the tail gives up.
+                for at in [
+                    statuses.text[..split].rfind(r#""status":""#),
+                    statuses.text[split..].find(r#""status":""#).map(|p| p + split),
+                ] {
+                    let at = at.unwrap() + r#""status":"#.len();
+                    let spaced = line(Stream::Statuses, format!("{} {}", &statuses.text[..at], &statuses.text[at..]));
+                    let (st, _, _) = decode_on_two(&pool, &spaced, &diffs, all);
+                    assert_eq!(st.events, whole.events, "block {i}, all {all}, space at {at}");
+                }
+            }
+        }
+    }
+}
+
+/// The helper's spin job: returns at once on the engine thread (which runs its own queued
+/// jobs while waiting in a `join`) and when its stage was offered before it started; spins
+/// until a stage is offered (or forever here, as the bound is an hour away); and ends at its
+/// bound when no stage comes.
+#[test]
+fn the_spin_job_ends_when_its_stage_is_offered_or_at_its_bound() {
+    let warm = Arc::new(Warm::new());
+    let hour = 3_600_000_000_000;
+    warm.until.store(warm.now_ns() + hour, Ordering::Release);
+    assert_eq!(warm.run(0, Some(0)), SpinEnd::NotHelper);
+    assert_eq!(warm.run(0, None), SpinEnd::NotHelper);
+    warm.offer();
+    assert_eq!(warm.run(0, Some(1)), SpinEnd::Offered);
+    let spinning = {
+        let warm = Arc::clone(&warm);
+        std::thread::spawn(move || warm.run(1, Some(1)))
+    };
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!spinning.is_finished());
+    warm.offer();
+    assert_eq!(spinning.join().unwrap(), SpinEnd::Offered);
+    warm.until.store(warm.now_ns(), Ordering::Release);
+    assert_eq!(warm.run(2, Some(1)), SpinEnd::Bound);
+    assert_eq!(warm.pending.load(Ordering::Acquire), u64::MAX);
+}
+
+/// On two threads, a pass over the files that finds no block leaves one spin job for the
+/// helper (not one per pass while one is queued or spinning: the next pass only extends its
+/// bound), offers no stage, and the job ends at its bound: nothing is left pending.
+#[test]
+fn a_wake_up_without_a_block_spins_the_helper_once_within_its_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut generator, mut engine, _rx, _killed) = generated_engine(dir.path(), crate::follow::READ_LIMIT, 2);
+    // An hour's bound, so that the job is still there when looked at.
+    Arc::get_mut(&mut engine.warm).unwrap().bound_ns = 3_600_000_000_000;
+    let mut writer = GenWriter::new(dir.path());
+    let block = generator.next_block(Utc::from_millis(1_777_582_800_000));
+    writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills]).unwrap();
+    engine.poll_files();
+    assert_eq!(engine.n_parallel, 1);
+    // Two stages offered in the block (decode, coins).
+    let warm = Arc::clone(&engine.warm);
+    assert_eq!(warm.epoch.load(Ordering::Acquire), 2);
+    let spawned = warm.spawned.load(Ordering::Acquire);
+    for _ in 0..3 {
+        engine.poll_files();
+        assert_eq!(warm.pending.load(Ordering::Acquire), 2, "a spin job for this epoch");
+    }
+    assert_eq!(warm.spawned.load(Ordering::Acquire), spawned + 1, "one job for the three passes");
+    assert_eq!(warm.epoch.load(Ordering::Acquire), 2, "no stage offered without a block");
+    warm.until.store(warm.now_ns(), Ordering::Release);
+    while warm.pending.load(Ordering::Acquire) != u64::MAX {
+        std::thread::yield_now();
+    }
+}

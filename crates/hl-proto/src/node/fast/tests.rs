@@ -175,3 +175,59 @@ fn gives_up_on_anything_unexpected() {
     // Trailing whitespace is accepted by both.
     assert!(check_statuses(&format!("{line}\n")));
 }
+
+/// Head + tail from any offset either both decode and equal the whole line's decode, or one
+/// of them gives up; at the real event boundaries both decode.
+fn check_split_everywhere(line: &str) -> usize {
+    let mut taken = 0;
+    for all in [true, false] {
+        let mut whole = vec![];
+        let header = statuses(line, all, &mut whole).unwrap();
+        for split in 0..=line.len() + 1 {
+            let (mut head, mut tail) = (vec![], vec![]);
+            let h = statuses_head(line, split, all, &mut head);
+            let t = statuses_tail(line, split, all, &mut tail);
+            if h.is_none() {
+                assert!(head.is_empty());
+            }
+            if t.is_none() {
+                assert!(tail.is_empty());
+            }
+            if let (Some(h), Some(())) = (h, t) {
+                assert_eq!(h, header);
+                head.extend(tail);
+                assert_eq!(head, whole, "split at {split}");
+                taken += 1;
+            }
+        }
+    }
+    taken
+}
+
+#[test]
+fn a_line_splits_only_at_event_boundaries_and_decodes_the_same() {
+    let line = minify(&example("node_order_statuses_by_block.line.trimmed.json"));
+    // Three events: two boundaries, each found by both the all and the resting decode.
+    assert_eq!(check_split_everywhere(&line), 4);
+    let split = statuses_split(&line, line.len() / 2).unwrap();
+    assert!(line[split..].starts_with("{\"time\":\""));
+    // The split pattern inside an order's children (valid JSON the template skips): the guess
+    // lands inside an event and the head refuses it.
+    let children = r#""children":[{"a":[]},{"time":"x"}]"#;
+    let tricky = line.replacen(r#""children":[]"#, children, 1);
+    assert!(check_statuses(&tricky));
+    assert_eq!(check_split_everywhere(&tricky), 4);
+    let inside = tricky.find(r#"},{"time":"x"#).unwrap() + 2;
+    assert!(statuses_head(&tricky, inside, true, &mut vec![]).is_none());
+}
+
+/// The split guess from any offset is the first `},{"time":"` boundary at or after it.
+#[test]
+fn the_split_guess_is_the_first_candidate_from_the_offset() {
+    let line = minify(&example("node_order_statuses_by_block.line.trimmed.json"));
+    let candidates: Vec<usize> = (2..line.len()).filter(|&i| line[i - 2..].starts_with("},{\"time\":\"")).collect();
+    assert_eq!(candidates.len(), 2);
+    for from in 0..=line.len() + 1 {
+        assert_eq!(statuses_split(&line, from), candidates.iter().copied().find(|&c| c >= from), "from {from}");
+    }
+}
