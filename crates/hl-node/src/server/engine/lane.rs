@@ -7,7 +7,6 @@
 //! Must not: report, announce or disconnect (only the engine thread does, after the block),
 //! or touch another coin's state than the job it took.
 
-use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -17,7 +16,7 @@ use ticktrade_core::Side;
 use ticktrade_hl_proto::node::{BookDiff, OrderStatus};
 use ticktrade_hl_proto::ws::{L2Variant, L2View, UnitLevel};
 
-use super::super::publish::{ClientId, L2Key, Subscribers, Undelivered};
+use super::super::publish::{ClientId, CoinL2, L2Key, Subscribers, Undelivered};
 use crate::books::{ApplyError, BlockPlan, CoinPart};
 use crate::coins::{CoinId, CoinTable};
 
@@ -169,7 +168,7 @@ impl Lane {
 
     /// Publishes every subscribed view (`keys`) of the job's coin that changed; adds the time
     /// spent aggregating and encoding to `ns` (only when timings are recorded).
-    fn publish_l2(&mut self, ctx: &BlockCtx<'_, '_>, job: &mut CoinJob<'_>, keys: &BTreeMap<L2Key, Vec<ClientId>>) {
+    fn publish_l2(&mut self, ctx: &BlockCtx<'_, '_>, job: &mut CoinJob<'_>, keys: &CoinL2) {
         let started = ctx.timings.then(Instant::now);
         let CoinJob { part, views: list } = job;
         let coin = part.coin;
@@ -190,7 +189,7 @@ impl Lane {
         }
         let mut gathered = false;
         for (pos, key) in keys.keys().enumerate() {
-            let at = slot_at(list, *key, &spec.name);
+            let at = slot_near(list, pos, key, &spec.name);
             let slot = &mut list[at];
             let (variant, n) = (L2Variant::ALL[usize::from(key.variant_idx)], usize::from(key.n_levels));
             if !slot.view.is_fresh()
@@ -280,6 +279,14 @@ impl Lane {
     }
 }
 
+/// [`slot_at`], looking first at `list[pos]` (`pos`: the key's position among the coin's
+/// subscribed keys), where it is when the views were created in key order (a client
+/// subscribing to a coin's variants in order): no scan over the other views, whose keys are
+/// cold lines.
+fn slot_near(list: &mut Vec<ViewSlot>, pos: usize, key: L2Key, name: &str) -> usize {
+    if list.get(pos).is_some_and(|s| s.key == key) { pos } else { slot_at(list, key, name) }
+}
+
 /// Where the view `key` is in a coin's views `list`, created on first use.
 pub(super) fn slot_at(list: &mut Vec<ViewSlot>, key: L2Key, name: &str) -> usize {
     match list.iter().position(|s| s.key == key) {
@@ -299,5 +306,29 @@ fn pair_mut<T>(list: &mut [T], src: usize, dst: usize) -> (&T, &mut T) {
     } else {
         let (a, b) = list.split_at_mut(src);
         (&b[0], &mut a[dst])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_near_finds_the_key_wherever_it_is_and_creates_it_once() {
+        let key = |variant_idx: u8| L2Key { variant_idx, n_levels: 20 };
+        let mut list = Vec::new();
+        // Created out of key order: the position hint is then wrong for some.
+        for v in [2, 0, 1] {
+            slot_at(&mut list, key(v), "BTC");
+        }
+        for (pos, v) in [(0, 0), (1, 1), (2, 2), (0, 2), (2, 0)] {
+            let at = slot_near(&mut list, pos, key(v), "BTC");
+            assert_eq!(list[at].key, key(v), "key {v} looked up at {pos}");
+        }
+        assert_eq!(list.len(), 3);
+        // A key without a view gets one, at the end (the others keep their places).
+        let at = slot_near(&mut list, 1, key(6), "BTC");
+        assert_eq!((at, list.len()), (3, 4));
+        assert_eq!(list.iter().map(|s| s.key.variant_idx).collect::<Vec<_>>(), vec![2, 0, 1, 6]);
     }
 }
