@@ -50,8 +50,10 @@ impl Shown {
 pub struct L2View {
     /// `{"channel":"l2Book","data":{"coin":"…","time":` for this coin.
     prefix: Vec<u8>,
-    /// The last frame's levels per side, with their byte offsets in `frame`.
-    shown: [Vec<Shown>; 2],
+    /// The last frame's levels, bids then asks (`deep[0].0` of them bids), with their byte
+    /// offsets in `frame`: one list, so a view's levels are one contiguous region (a list per
+    /// side was one more cold region per view and block).
+    shown: Vec<Shown>,
     /// Per side: how many levels the last frame showed and the deepest one's price, kept
     /// inline (a copy of `shown`'s length and last price) so the engine's skip check reads no
     /// heap: that load was the l2 stage's costliest cache miss.
@@ -73,7 +75,7 @@ impl L2View {
 
     /// The levels of the last frame (a copy, for tests and tools).
     pub fn levels(&self) -> (Vec<UnitLevel>, Vec<UnitLevel>) {
-        let [bids, asks] = &self.shown;
+        let [bids, asks] = self.sides();
         (bids.iter().map(Shown::level).collect(), asks.iter().map(Shown::level).collect())
     }
 
@@ -99,18 +101,23 @@ impl L2View {
         let same = |shown: &[Shown], new: &[UnitLevel]| {
             shown.len() == new.len() && shown.iter().zip(new).all(|(s, l)| s.same(l))
         };
-        !self.fresh && same(&self.shown[0], bids) && same(&self.shown[1], asks)
+        let [old_bids, old_asks] = self.sides();
+        !self.fresh && same(old_bids, bids) && same(old_asks, asks)
     }
 
     /// Forgets the last frame: the next `encode` formats every level and `unchanged` is false.
     pub fn reset(&mut self) {
         self.fresh = true;
         self.frame = Bytes::new();
-        for shown in &mut self.shown {
-            shown.clear();
-        }
+        self.shown.clear();
         self.ends = [0; 2];
         self.deep = [(0, 0); 2];
+    }
+
+    /// The last frame's levels per side (bids, asks).
+    fn sides(&self) -> [&[Shown]; 2] {
+        let (bids, asks) = self.shown.split_at((self.deep[0].0 as usize).min(self.shown.len()));
+        [bids, asks]
     }
 
     /// Takes `other`'s last frame as this view's own and returns it: for a view of the same
@@ -119,10 +126,8 @@ impl L2View {
     /// the frame is shared instead of encoded again. Later `encode`s copy from it as usual.
     pub fn share(&mut self, other: &L2View) -> Bytes {
         debug_assert_eq!(self.prefix, other.prefix, "a view shares only its own coin's frames");
-        for (mine, theirs) in self.shown.iter_mut().zip(&other.shown) {
-            mine.clear();
-            mine.extend_from_slice(theirs);
-        }
+        self.shown.clear();
+        self.shown.extend_from_slice(&other.shown);
         self.deep = other.deep;
         self.ends = other.ends;
         self.fresh = other.fresh;
@@ -175,7 +180,12 @@ impl L2View {
             out.reserve(CHUNK);
         }
         debug_assert!(out.is_empty());
-        out.extend_from_slice(&self.prefix);
+        // The last frame starts with the prefix (its line is next to the levels the copies
+        // below read): the prefix's own heap line would be one more cold read per view.
+        match self.frame.get(..self.prefix.len()) {
+            Some(prefix) if !self.fresh => out.extend_from_slice(prefix),
+            _ => out.extend_from_slice(&self.prefix),
+        }
         out.extend_from_slice(itoa::Buffer::new().format(time_ms).as_bytes());
         out.extend_from_slice(b",\"levels\":[");
         let mut ends = [0u32; 2];
@@ -189,7 +199,7 @@ impl L2View {
                 out.extend_from_slice(b",");
             }
             out.extend_from_slice(b"[");
-            let old = &self.shown[i];
+            let old = self.sides()[i];
             let old_end = self.ends[i];
             let next = &mut next[i];
             next.clear();
@@ -234,12 +244,11 @@ impl L2View {
             out.clear();
             return None;
         }
+        // The new lists were built in the thread's hot spare lists; the view's own list (just
+        // read, so in cache) takes a copy.
+        self.shown.clear();
         for (i, next) in next.iter().enumerate() {
-            // The new lists were built in the thread's hot spare lists; the view's own lists
-            // (just read, so in cache) take a copy.
-            let shown = &mut self.shown[i];
-            shown.clear();
-            shown.extend_from_slice(next);
+            self.shown.extend_from_slice(next);
             self.deep[i] = (next.len() as u32, next.last().map_or(0, |l| l.px));
         }
         SPARE.set(next);
