@@ -364,11 +364,12 @@ fn a_block_decoded_in_three_parts_equals_the_whole_decode() {
         let split = fast::statuses_split(&statuses.text, head_target(statuses.text.len(), diffs.text.len())).unwrap();
         assert!(fast::statuses_head(&statuses.text, split, true, &mut Vec::new()).is_some());
         assert!(fast::statuses_tail(&statuses.text, split, true, &mut Vec::new()).is_some());
-        let whole_diffs = decode_diffs(&diffs).events;
+        let whole_diffs = decode_diffs(&diffs, Vec::new()).events;
         for all in [true, false] {
-            let whole = decode_statuses(&statuses, all);
+            let whole = decode_statuses(&statuses, all, Vec::new());
             assert!(whole.events.len() > 10);
-            let (st, df, _) = decode_on_two(&pool, &statuses, &diffs, all);
+            let (st, df, tail, _) = decode_on_two(&pool, &statuses, &diffs, all, [vec![], vec![]], vec![]);
+            assert!(tail.is_empty());
             assert_eq!(st.events, whole.events, "block {i}, all {all}");
             assert_eq!(st.time, whole.time);
             assert!(st.damaged.is_empty() && st.reports.is_empty());
@@ -381,7 +382,8 @@ fn a_block_decoded_in_three_parts_equals_the_whole_decode() {
                 ] {
                     let at = at.unwrap() + r#""status":"#.len();
                     let spaced = line(Stream::Statuses, format!("{} {}", &statuses.text[..at], &statuses.text[at..]));
-                    let (st, _, _) = decode_on_two(&pool, &spaced, &diffs, all);
+                    let (st, _, tail, _) = decode_on_two(&pool, &spaced, &diffs, all, [vec![], vec![]], vec![]);
+                    assert!(tail.is_empty());
                     assert_eq!(st.events, whole.events, "block {i}, all {all}, space at {at}");
                 }
             }
@@ -442,5 +444,98 @@ fn a_wake_up_without_a_block_spins_the_helper_once_within_its_bound() {
     warm.until.store(warm.now_ns(), Ordering::Release);
     while warm.pending.load(Ordering::Acquire) != u64::MAX {
         std::thread::yield_now();
+    }
+}
+
+/// Not a check but a micro-benchmark: a block's two lines decoded on one thread (into fresh
+/// buffers and into the last block's), and on two (`decode_on_two`, reused buffers), on the default generated market (229 coins, 600 orders per block),
+/// without l4 subscribers. Prints per-block medians. Run optimised (see /tmp/tt/h1-bench.sh):
+/// `cargo test --release -p ticktrade-hl-node --lib -- --ignored --nocapture decode_two_cost`.
+#[test]
+#[ignore = "micro-benchmark: run on purpose, optimised, with --nocapture"]
+fn decode_two_cost() {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).use_current_thread().build().unwrap();
+    let warm = Arc::new(Warm::new());
+    let mut generator = Generator::new(&GenConfig { seed: 7, ..GenConfig::default() });
+    let blocks: Vec<(Line, Line)> = (0..150)
+        .map(|i| {
+            let b = generator.next_block(Utc::from_millis(1_777_582_003_304 + i * 100));
+            (line(Stream::Statuses, b.statuses), line(Stream::Diffs, b.diffs))
+        })
+        .collect();
+    let median = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        (v[v.len() / 2], v[v.len() * 9 / 10])
+    };
+    let (mut one, mut fresh, mut two, mut cold, mut starts) = (vec![], vec![], vec![], vec![], vec![]);
+    let mut n = 0;
+    let mut spare = Spare::default();
+    for round in 0..10 {
+        for (s, d) in &blocks {
+            let t = Instant::now();
+            let (st, df) = (decode_statuses(s, false, Vec::new()), decode_diffs(d, Vec::new()));
+            fresh.push(t.elapsed().as_nanos() as u64);
+            n += st.events.len() + df.events.len();
+            let ([head, tail], diffs) = spare.take();
+            let t = Instant::now();
+            let (st, df) = (decode_statuses(s, false, head), decode_diffs(d, diffs));
+            one.push(t.elapsed().as_nanos() as u64);
+            n += st.events.len() + df.events.len();
+            spare.put(st.events, tail, df.events);
+            // Warm: the helper spinning when the stage is offered (as after a file wake-up).
+            warm.spin(&pool);
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_micros(200) {}
+            warm.offer();
+            let t = Instant::now();
+            let (bufs, diffs) = spare.take();
+            let (st, df, tail, start) = decode_on_two(&pool, s, d, false, bufs, diffs);
+            let ns = t.elapsed().as_nanos() as u64;
+            if round % 2 == 0 {
+                two.push(ns);
+            } else {
+                cold.push(ns);
+            }
+            starts.push(start);
+            n += st.events.len() + df.events.len();
+            spare.put(st.events, tail, df.events);
+            if round % 2 == 1 {
+                // Let the helper fall asleep before the next block.
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    }
+    std::hint::black_box(n);
+    println!("decode per block, one thread, fresh buffers: median/p90 {:?} ns", median(fresh));
+    println!("decode per block, one thread, reused buffers: median/p90 {:?} ns", median(one));
+    println!("decode per block, two threads, helper spinning: median/p90 {:?} ns", median(two));
+    println!("decode per block, two threads, after 2 ms asleep (+spin): {:?} ns", median(cold));
+    println!("helper start: median/p90 {:?} ns", median(starts));
+}
+
+/// The decode buffers keep their allocation from block to block (`recycle` to another
+/// lifetime in place), and a block decoded into used buffers gives the same events.
+#[test]
+fn recycle_keeps_the_allocation() {
+    let mut generator = Generator::new(&GenConfig { n_coins: 12, orders_per_block: 300, ..GenConfig::default() });
+    let mut spare = Spare::default();
+    let mut caps = [0; 3];
+    for i in 0..3 {
+        let block = generator.next_block(Utc::from_millis(1_777_582_800_000 + i * 100));
+        let (statuses, diffs) = (line(Stream::Statuses, block.statuses), line(Stream::Diffs, block.diffs));
+        let ([head, tail], diffs_buf) = spare.take();
+        if i > 0 {
+            assert!(head.is_empty() && tail.is_empty() && diffs_buf.is_empty());
+            assert_eq!([head.capacity(), tail.capacity(), diffs_buf.capacity()], caps, "block {i}");
+        }
+        let (mut tail, head) = (tail, head);
+        tail.reserve(10);
+        let st = decode_statuses(&statuses, true, head);
+        let df = decode_diffs(&diffs, diffs_buf);
+        assert_eq!(st.events, decode_statuses(&statuses, true, Vec::new()).events);
+        assert_eq!(df.events, decode_diffs(&diffs, Vec::new()).events);
+        caps = [st.events.capacity(), tail.capacity(), df.events.capacity()];
+        assert!(caps.iter().all(|&c| c >= 10), "{caps:?}");
+        spare.put(st.events, tail, df.events);
     }
 }
