@@ -222,6 +222,32 @@ impl<T> L4Book<T> {
         Ok(())
     }
 
+    /// Sets an order's quantity as a Hyperliquid `update` diff does, with one look-up of the
+    /// id: a quantity not above the current one lowers the order in place at its price (zero
+    /// removes it; `new_price` is not used); a larger one moves it to the back of the queue
+    /// at `new_price`. Returns the side and the price the order rested at before.
+    pub fn update(&mut self, id: u64, new_price: Price, new_qty: Qty) -> Result<(Side, Price), L4Error> {
+        let slot = *self.ids.get(&id).ok_or(L4Error::UnknownId(id))?;
+        if new_qty.raw() < 0 {
+            return Err(L4Error::NonPositiveQty);
+        }
+        let node = &mut self.nodes[slot as usize];
+        let (side, price, qty) = (node.order.side, node.order.price, node.order.qty);
+        if new_qty > qty {
+            self.ids.remove(&id);
+            let old = self.remove_slot(slot);
+            self.add(id, side, new_price, new_qty, old.payload)?;
+        } else if new_qty.is_zero() {
+            self.ids.remove(&id);
+            self.remove_slot(slot);
+        } else {
+            node.order.qty = new_qty;
+            let level = node.level;
+            self.levels[level as usize].qty -= qty - new_qty;
+        }
+        Ok((side, price))
+    }
+
     /// Changes price and/or quantity. The order keeps its queue position only when the price
     /// is unchanged and the quantity does not grow; otherwise it moves to the back of the
     /// queue at the new price. Zero quantity removes it. Returns whether priority was kept.
@@ -463,6 +489,31 @@ mod tests {
         assert_eq!(book.level(Side::Sell, p(50)), None);
         assert_eq!(book.reduce(77, q(1)), Err(L4Error::UnknownId(77)));
         assert!(book.remove(77).is_none());
+    }
+
+    #[test]
+    fn update_lowers_in_place_or_moves_to_the_back_when_it_grows() {
+        let mut book = L4Book::<u32>::new();
+        for id in 1..=3 {
+            book.add(id, Side::Buy, p(50), q(10), id as u32).unwrap();
+        }
+        // Lower: in place, at its own price whatever the price given.
+        assert_eq!(book.update(1, p(60), q(4)), Ok((Side::Buy, p(50))));
+        assert_eq!(ids(&book, Side::Buy, 50), vec![1, 2, 3]);
+        assert_eq!(book.level(Side::Buy, p(50)).map(|l| l.qty), Some(q(24)));
+        assert_eq!(book.level(Side::Buy, p(60)), None);
+        // Grow: to the back of the queue at the given price, payload kept.
+        assert_eq!(book.update(2, p(50), q(11)), Ok((Side::Buy, p(50))));
+        assert_eq!(ids(&book, Side::Buy, 50), vec![1, 3, 2]);
+        assert_eq!(book.update(3, p(49), q(12)), Ok((Side::Buy, p(50))));
+        assert_eq!(book.get(3).map(|o| (o.price, o.qty, o.payload)), Some((p(49), q(12), 3)));
+        assert_eq!(book.level(Side::Buy, p(50)), Some(L4Level { price: p(50), qty: q(15), n_orders: 2 }));
+        // Zero removes; errors change nothing.
+        assert_eq!(book.update(1, p(50), Qty::ZERO), Ok((Side::Buy, p(50))));
+        assert_eq!(ids(&book, Side::Buy, 50), vec![2]);
+        assert_eq!(book.update(77, p(50), q(1)), Err(L4Error::UnknownId(77)));
+        assert_eq!(book.update(2, p(50), q(-1)), Err(L4Error::NonPositiveQty));
+        assert_eq!((book.len(), book.depth(Side::Buy)), (2, 2));
     }
 
     #[test]

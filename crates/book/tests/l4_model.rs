@@ -1,5 +1,5 @@
 //! `L4Book` against a naive model: a `Vec` of orders in arrival order, scanned linearly.
-//! Random add/remove/reduce/modify/fill streams must give the same L2 view, the same FIFO
+//! Random add/remove/reduce/modify/update/fill streams must give the same L2 view, the same FIFO
 //! queues and the same fills.
 
 use proptest::prelude::*;
@@ -12,6 +12,7 @@ enum Op {
     Remove { id: u64 },
     Reduce { id: u64, qty: i64 },
     Modify { id: u64, price: i64, qty: i64 },
+    Update { id: u64, price: i64, qty: i64 },
     Fill { side: Side, qty: i64 },
 }
 
@@ -87,7 +88,8 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (id.clone(), side(), 90i64..110, 1i64..20).prop_map(|(id, side, price, qty)| Op::Add { id, side, price, qty }),
         1 => id.clone().prop_map(|id| Op::Remove { id }),
         1 => (id.clone(), 0i64..20).prop_map(|(id, qty)| Op::Reduce { id, qty }),
-        1 => (id, 90i64..110, 0i64..20).prop_map(|(id, price, qty)| Op::Modify { id, price, qty }),
+        1 => (id.clone(), 90i64..110, 0i64..20).prop_map(|(id, price, qty)| Op::Modify { id, price, qty }),
+        1 => (id, 90i64..110, 0i64..20).prop_map(|(id, price, qty)| Op::Update { id, price, qty }),
         1 => (side(), 0i64..30).prop_map(|(side, qty)| Op::Fill { side, qty }),
     ]
 }
@@ -137,6 +139,26 @@ fn apply(book: &mut L4Book<u64>, model: &mut Model, op: &Op, n: u64) -> Result<(
                         if qty > 0 {
                             model.orders.push(ModelOrder { price, qty, ..o });
                         }
+                    }
+                }
+            }
+        }
+        Op::Update { id, price, qty } => {
+            // Not above the current quantity: lowered in place at its own price (zero
+            // removes); above it: to the back of the queue at `price`.
+            let got = book.update(id, Price::from_raw(price), Qty::from_raw(qty));
+            match model.find(id) {
+                None => prop_assert!(got.is_err()),
+                Some(i) => {
+                    let o = model.orders[i];
+                    prop_assert_eq!(got, Ok((o.side, Price::from_raw(o.price))));
+                    if qty == 0 {
+                        model.orders.remove(i);
+                    } else if qty <= o.qty {
+                        model.orders[i].qty = qty;
+                    } else {
+                        model.orders.remove(i);
+                        model.orders.push(ModelOrder { price, qty, ..o });
                     }
                 }
             }

@@ -177,7 +177,8 @@ fn apply_cost() {
                 *x = x.wrapping_add(i as u64);
             }
             // Decoded just before, on this thread, as the engine does (its decode stage).
-            (statuses.clear(), diffs.clear());
+            statuses.clear();
+            diffs.clear();
             fast::statuses(status_line, false, &mut statuses).unwrap();
             fast::diffs(diff_line, &mut diffs).unwrap();
             let t = std::time::Instant::now();

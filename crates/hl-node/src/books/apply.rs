@@ -113,7 +113,8 @@ fn word_index(text: &str) -> Option<u8> {
     })
 }
 
-/// Lowercase hex digit values; 0xff for every other byte.
+/// Lowercase hex digit values; 0xff for every other byte (the reference for [`hex_bytes`]).
+#[cfg(test)]
 const HEX: [u8; 256] = {
     let mut table = [0xffu8; 256];
     let mut i = 0;
@@ -129,9 +130,9 @@ const HEX: [u8; 256] = {
     table
 };
 
-/// The bytes of `0x` + `2 N` lowercase hex digits; `None` for any other text.
-#[inline]
-fn hex_bytes<const N: usize>(text: &str) -> Option<[u8; N]> {
+/// [`hex_bytes`] one digit at a time, by table: the reference it is tested against.
+#[cfg(test)]
+fn hex_bytes_table<const N: usize>(text: &str) -> Option<[u8; N]> {
     let digits = text.as_bytes().strip_prefix(b"0x").filter(|d| d.len() == 2 * N)?;
     let mut out = [0u8; N];
     let mut bad = 0u8;
@@ -141,6 +142,41 @@ fn hex_bytes<const N: usize>(text: &str) -> Option<[u8; N]> {
         *byte = (hi << 4) | (lo & 0x0f);
     }
     (bad & 0xf0 == 0).then_some(out)
+}
+
+/// The bytes of `0x` + `2 N` lowercase hex digits (`N` a multiple of 4); `None` for any other
+/// text. Eight digits at a time, in a `u64` (about a third of the work of a table per digit;
+/// `OrderMeta::from_node` decodes 72 digits per order).
+#[inline]
+fn hex_bytes<const N: usize>(text: &str) -> Option<[u8; N]> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let digits = text.as_bytes().strip_prefix(b"0x").filter(|d| d.len() == 2 * N && N.is_multiple_of(4))?;
+    let mut out = [0u8; N];
+    for (chunk, bytes) in digits.chunks_exact(8).zip(out.chunks_exact_mut(4)) {
+        let x = u64::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7]]);
+        if x & HIGH != 0 {
+            return None;
+        }
+        // Per byte (all below 0x80, so adding at most 0x50 carries into no other byte): the
+        // high bit says whether the byte is at least 0x30, 0x3a, 0x61, 0x67.
+        let ge_0 = x + 0x50 * ONES;
+        let ge_colon = x + 0x46 * ONES;
+        let ge_a = x + 0x1f * ONES;
+        let ge_g = x + 0x19 * ONES;
+        let valid = ((ge_0 & !ge_colon) | (ge_a & !ge_g)) & HIGH;
+        if valid != HIGH {
+            return None;
+        }
+        // '0'..'9' -> low nibble; 'a'..'f' -> low nibble + 9.
+        let nibbles = (x & (0x0f * ONES)) + ((ge_a & HIGH) >> 7) * 9;
+        // Byte pairs (first digit high): 16-bit lanes, then packed into 4 bytes.
+        let pairs = ((nibbles & 0x000f_000f_000f_000f) << 4) | ((nibbles >> 8) & 0x000f_000f_000f_000f);
+        let packed = (pairs | (pairs >> 8)) & 0x0000_ffff_0000_ffff;
+        let packed = (packed | (packed >> 16)) as u32;
+        bytes.copy_from_slice(&packed.to_le_bytes());
+    }
+    Some(out)
 }
 
 fn hex_text(bytes: &[u8]) -> Box<str> {
@@ -297,18 +333,12 @@ pub(super) fn apply_diff(
         }
         RawBookDiff::Update { new_sz, .. } => {
             let sz = spec.parse_sz(new_sz).ok_or_else(|| ApplyError::BadNumber { coin: name(), oid: diff.oid })?;
-            // The level the order rests at, and the diff's price if it moves there.
-            if let Some(order) = book.get(diff.oid) {
-                touched.add(order.side, order.price.raw());
-                touched.add(order.side, px.raw());
-            }
-            match book.reduce(diff.oid, sz) {
-                Ok(()) => Ok(()),
-                Err(ticktrade_book::l4::L4Error::Increase) => {
-                    book.modify(diff.oid, px, sz).map(|_| ()).map_err(book_err)
-                }
-                Err(e) => Err(book_err(e)),
-            }
+            // Lowered in place, or moved to the back at the diff's price if it grew (one
+            // look-up of the id). Touched: the level it rested at, and the diff's price.
+            let (side, was) = book.update(diff.oid, px, sz).map_err(book_err)?;
+            touched.add(side, was.raw());
+            touched.add(side, px.raw());
+            Ok(())
         }
         RawBookDiff::Remove => match book.remove(diff.oid) {
             Some(order) => {
@@ -387,6 +417,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The eight-at-a-time decoder agrees with the table one on every one-character change
+    /// of a user and a cloid (each digit replaced by every ASCII character and a few others),
+    /// on every length, and on the prefix.
+    #[test]
+    fn hex_bytes_equals_the_table_decoder() {
+        let user = "0x0123456789abcdefb1edfeccf03f35d2268f5dc4";
+        let cloid = "0xfedcba98765432100000000003807292";
+        let mut texts = vec![user.to_owned(), cloid.to_owned(), String::new(), "0x".to_owned()];
+        let others = ['é', '\u{80}', '\u{ff}', '\u{100}', 'ÿ'];
+        for base in [user, cloid] {
+            let chars: Vec<char> = base.chars().collect();
+            for at in 0..chars.len() {
+                for c in (0u8..0x80).map(char::from).chain(others) {
+                    let mut changed = chars.clone();
+                    changed[at] = c;
+                    texts.push(changed.into_iter().collect());
+                }
+            }
+            for len in 0..base.len() + 3 {
+                texts.push(base.chars().cycle().take(len).collect());
+            }
+        }
+        let mut valid = 0;
+        for text in &texts {
+            assert_eq!(hex_bytes::<20>(text), hex_bytes_table::<20>(text), "{text:?}");
+            assert_eq!(hex_bytes::<16>(text), hex_bytes_table::<16>(text), "{text:?}");
+            valid += usize::from(hex_bytes::<20>(text).is_some()) + usize::from(hex_bytes::<16>(text).is_some());
+        }
+        // The two bases; per base its "0x" kept, each digit's 16 valid replacements (itself
+        // included), and its own length; and the user's first 34 characters, a cloid.
+        assert_eq!(valid, 2 + (2 + 16 * 40) + (2 + 16 * 32) + 2 + 1, "valid texts");
+        assert_eq!(hex_bytes::<16>(cloid).map(|b| (b[0], b[7], b[15])), Some((0xfe, 0x10, 0x92)));
     }
 
     #[test]

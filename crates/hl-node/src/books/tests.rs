@@ -110,3 +110,34 @@ fn loads_the_documented_snapshot_and_clears_stale() {
     assert_eq!(orders[0][0].as_l4().limit_px, "30.444");
     assert_eq!(orders[0][0].oid, 105_338_503_859);
 }
+
+/// `coin_id` answers from its name table what the coin table says, for short and long names
+/// (over 16 bytes: not kept in it), names that differ only in length or a trailing NUL,
+/// and across the table's growth; a block's diffs are grouped under those ids.
+#[test]
+fn coin_ids_from_the_name_table_equal_the_coin_table() {
+    let mut b = books();
+    let mut names: Vec<String> = (0..700).map(|i| format!("@{i}")).collect();
+    names.extend(
+        ["A", "A\0", "AA", "0123456789abcdef", "0123456789abcdefg", "kPEPE", "PURR/USDC", ""].map(String::from),
+    );
+    names.push("x".repeat(40));
+    for round in 0..3 {
+        for name in &names {
+            let id = b.coin_id(name);
+            assert_eq!(b.coins.id(name), Some(id), "{name:?} round {round}");
+            assert_eq!(b.coins.spec(id).name, *name);
+        }
+    }
+    assert_eq!(b.coins.len(), 2 + names.len());
+    // Names the metadata listed are found, and diffs are grouped under their ids.
+    let s = status_json("open", &order_json("ETH", "A", "10.0", "2.0", 3, "\"Gtc\"", false));
+    let statuses = [status(&s)];
+    let diff: BookDiff<'_> = serde_json::from_str(
+        r#"{"user":"0xabc","oid":3,"coin":"ETH","side":"A","px":"10.0","raw_book_diff":{"new":{"sz":"2.0"}}}"#,
+    )
+    .unwrap();
+    let out = b.apply_block(1, Utc::from_millis(1), &statuses, std::slice::from_ref(&diff));
+    assert_eq!(out.changed, vec![b.coins.id("ETH").unwrap()]);
+    assert_eq!(b.coin_id("ETH"), CoinId(1));
+}
