@@ -120,6 +120,16 @@ impl L2View {
         [bids, asks]
     }
 
+    /// True when this view's last frame is `other`'s own (taken with [`share`](Self::share),
+    /// and neither view encoded since): their last levels are then the same, without reading
+    /// them (the frames' bytes are alive in both, so no later frame can have the same address).
+    pub fn shares_frame_with(&self, other: &L2View) -> bool {
+        !self.fresh
+            && !self.frame.is_empty()
+            && self.frame.as_ptr() == other.frame.as_ptr()
+            && self.frame.len() == other.frame.len()
+    }
+
     /// Takes `other`'s last frame as this view's own and returns it: for a view of the same
     /// coin whose levels are `other`'s this block (e.g. `nSigFigs: 5`, which keeps every level
     /// of prices with at most five significant figures, beside the full-precision view), so

@@ -272,11 +272,14 @@ fn a_shared_frame_is_the_other_views_and_later_frames_still_encode_right() {
     let level = |px: i64, sz: i64| UnitLevel { px, sz, n: 1 };
     let (mut out, mut scratch) = (bytes::BytesMut::new(), Vec::new());
     let (mut full, mut sig5) = (L2View::new("ETH"), L2View::new("ETH"));
+    assert!(!sig5.shares_frame_with(&full), "fresh views share nothing");
     let bids = [level(30_000, 5), level(29_990, 7), level(29_980, 1)];
     let asks = [level(30_010, 2), level(30_020, 9)];
     let frame = full.encode(&mut out, &mut scratch, 7, units, &bids, &asks);
+    assert!(!sig5.shares_frame_with(&full) && !full.shares_frame_with(&sig5));
     let shared = sig5.share(&full);
     assert_eq!(shared, frame);
+    assert!(sig5.shares_frame_with(&full) && full.shares_frame_with(&sig5));
     assert!(sig5.unchanged(&bids, &asks) && !sig5.is_fresh());
     assert_eq!((sig5.levels(), sig5.deepest(0), sig5.deepest(1)), (full.levels(), (3, 29_980), (2, 30_020)));
     // The next frame of the sharing view copies its unchanged levels from the shared bytes.
@@ -286,6 +289,17 @@ fn a_shared_frame_is_the_other_views_and_later_frames_still_encode_right() {
     write_l2_frame(&mut want, "ETH", 8, units, &bids, &asks);
     assert_eq!(std::str::from_utf8(&next).unwrap(), std::str::from_utf8(&want).unwrap());
     assert_eq!(full.frame(), &frame, "the other view keeps its frame");
+    assert!(!sig5.shares_frame_with(&full), "one view encoded since");
+    // The same bytes encoded by each view on its own are two frames, not one shared.
+    let mut other = L2View::new("ETH");
+    other.encode(&mut out, &mut scratch, 7, units, &bids, &asks);
+    let again = full.encode(&mut out, &mut scratch, 7, units, &bids, &asks);
+    assert_eq!(again, *other.frame());
+    assert!(!other.shares_frame_with(&full));
+    other.share(&full);
+    assert!(other.shares_frame_with(&full));
+    other.reset();
+    assert!(!other.shares_frame_with(&full), "a reset view has no frame");
 }
 
 #[test]

@@ -20,9 +20,11 @@ use super::super::publish::{ClientId, CoinL2, L2Key, Subscribers, Undelivered};
 use crate::books::{ApplyError, BlockPlan, CoinPart};
 use crate::coins::{CoinId, CoinTable};
 
-/// Of a view that changed and has its full-precision twin's levels: the twin's position in the
-/// coin's keys (its levels in `Engine::pool`) and in `views[coin]`.
-type Twin = Option<(usize, usize)>;
+/// Of a view that has its full-precision twin's levels: the twin's position in the coin's keys
+/// (its levels in `Lane::pool`) and in `views[coin]`, and whether the view's last frame is the
+/// twin's (`L2View::shares_frame_with`): then it changed exactly when the twin did (decided
+/// once the twin is encoded), else it is listed only when it changed.
+type Twin = Option<(usize, usize, bool)>;
 
 /// One `l2Book` view of a coin: its key and its last frame.
 pub(super) struct ViewSlot {
@@ -209,9 +211,13 @@ impl Lane {
                 crate::l2::keeps_levels(b, variant) && crate::l2::keeps_levels(a, variant)
             });
             if let Some((p, t)) = twin {
-                let [b, a] = &pool[p];
-                if !list[at].view.unchanged(b, a) {
-                    self.changed.push((pos, at, Some((p, t))));
+                // In step with its twin (it showed the twin's last levels, and has the twin's
+                // levels now), it changed exactly when the twin does: its own cold levels need
+                // not be read. Otherwise it is compared with what it last showed.
+                if list[at].view.shares_frame_with(&list[t].view) {
+                    self.changed.push((pos, at, Some((p, t, true))));
+                } else if !list[at].view.unchanged(&pool[p][0], &pool[p][1]) {
+                    self.changed.push((pos, at, Some((p, t, false))));
                 }
                 continue;
             }
@@ -237,14 +243,16 @@ impl Lane {
         for &(pos, at, twin) in &self.changed {
             let frame = match twin {
                 // The twin's frame of this block (encoded above): the same bytes.
-                Some((_, t))
+                Some((_, t, _))
                     if self.changed.iter().zip(&self.frames).any(|(&(_, a, _), f)| a == t && !f.is_empty()) =>
                 {
                     let (src, dst) = pair_mut(list, t, at);
                     dst.view.share(&src.view)
                 }
+                // In step with its twin, which did not change: neither did it.
+                Some((_, _, true)) => Bytes::new(),
                 // Its twin's levels when only this view changed (it did: checked above).
-                Some((p, _)) => {
+                Some((p, _, false)) => {
                     let [bids, asks] = &self.pool[p];
                     list[at].view.encode(&mut self.out, &mut self.scratch, ctx.time_ms, spec.units, bids, asks)
                 }
