@@ -145,6 +145,10 @@ pub struct EngineStats {
     /// decode and of the coins (`join`) to it starting that half; `u64::MAX` when the engine
     /// thread ran the half itself (the helper had not started it by then).
     pub helper_start_ns: Vec<[u64; 2]>,
+    /// Per block run on two threads: nanoseconds between the two threads running out of
+    /// coins (the one that finished first waited that long for the other's last coin);
+    /// `u64::MAX` when the helper ran none.
+    pub coins_end_gap_ns: Vec<u64>,
     /// Per block: when it started (both lines in memory), its first `l2Book` frame was queued,
     /// and its last frame was queued, keyed by the block time (ms), for the end-to-end bench.
     pub marks: Vec<BlockMarks>,
@@ -541,7 +545,8 @@ impl Engine {
             self.announce_stale(coin);
         }
         let coins_started = timings.then(Instant::now);
-        helper_start[1] = self.run_coins(&plan, &statuses, &diffs, both);
+        let gap;
+        (helper_start[1], gap) = self.run_coins(&plan, &statuses, &diffs, both);
         let coins_ns = coins_started.map_or(0, |t| t.elapsed().as_nanos() as u64);
         self.plan = plan;
         // What the lanes could not do off the engine thread: apply errors (reported, the coin
@@ -591,6 +596,7 @@ impl Engine {
                 stats.coins_changed.push(changed);
                 if both {
                     stats.helper_start_ns.push(helper_start);
+                    stats.coins_end_gap_ns.push(gap);
                 }
                 let time_ms = time.as_millis().max(0) as u64;
                 let lines = self.read_at.map(|(h, w, r)| if h == height { (w, r) } else { (started, started) });
@@ -629,8 +635,15 @@ impl Engine {
     /// descheduled helper only means the engine thread does more of them (it never waits for
     /// the helper to start: a helper job nobody stole is run by the engine thread, and finds
     /// the queue empty). The block ends when both are done. Returns when the helper started
-    /// (`helper_since`).
-    fn run_coins(&mut self, plan: &BlockPlan, statuses: &[OrderStatus<'_>], diffs: &[BookDiff<'_>], both: bool) -> u64 {
+    /// (`helper_since`) and how far apart the two threads finished (nanoseconds; `u64::MAX`
+    /// unless both ran coins and timings are on).
+    fn run_coins(
+        &mut self,
+        plan: &BlockPlan,
+        statuses: &[OrderStatus<'_>],
+        diffs: &[BookDiff<'_>],
+        both: bool,
+    ) -> (u64, u64) {
         let last = (0..plan.len()).map(|g| plan.coin(g).0 as usize + 1).max().unwrap_or(0);
         if self.views.len() < last {
             self.views.resize_with(last, Vec::new);
@@ -661,7 +674,8 @@ impl Engine {
                 let helper_started = AtomicBool::new(false);
                 warm.offer();
                 let offered = Instant::now();
-                let ((), start) = pool.join(
+                let timings = *record_timings;
+                let (first_done, (start, second_done)) = pool.join(
                     || {
                         if helper_only {
                             while !helper_started.load(Ordering::Acquire) {
@@ -670,23 +684,30 @@ impl Engine {
                         } else {
                             first.drain(&ctx, &queue);
                         }
+                        timings.then(Instant::now)
                     },
                     || {
                         let start = helper_since(offered);
                         helper_started.store(true, Ordering::Release);
                         second.drain(&ctx, &queue);
-                        start
+                        (start, timings.then(Instant::now))
                     },
                 );
                 self.n_parallel += 1;
                 self.n_helper_coins += second.n_coins;
-                start
+                // How far apart the two threads ran out of coins (the helper's half counts
+                // only when the helper ran it).
+                let gap = match (first_done, second_done) {
+                    (Some(a), Some(b)) if start != u64::MAX => a.max(b).duration_since(a.min(b)).as_nanos() as u64,
+                    _ => u64::MAX,
+                };
+                (start, gap)
             }
             (_, Some((first, _))) => {
                 first.drain(&ctx, &queue);
-                u64::MAX
+                (u64::MAX, u64::MAX)
             }
-            (_, None) => u64::MAX,
+            (_, None) => (u64::MAX, u64::MAX),
         }
     }
 

@@ -126,7 +126,8 @@ struct PerBlock {
     n_diffs: u64,
     /// Every block processed (warm-up included), for the baseline.
     blocks: Vec<GenBlock>,
-    /// With two threads: when the helper started its half of the decode and of the coins.
+    /// With two threads: when the helper started its half of the decode and of the coins, and
+    /// how far apart the two threads finished the coins.
     helper: String,
 }
 
@@ -220,6 +221,18 @@ fn per_block(args: &Args, tmp: &std::path::Path, threads: usize) -> anyhow::Resu
         })
         .collect::<Vec<_>>()
         .join("; ");
+    let gaps = stats.coins_end_gap_ns.get(warmup as usize..).unwrap_or(&[]);
+    let mut h = Histogram::new();
+    for &g in gaps.iter().filter(|&&g| g != u64::MAX) {
+        h.record(g);
+    }
+    let p = h.percentiles();
+    let helper = format!(
+        "{helper}; the two threads ran out of coins apart by p50 {} p99 {} (in {} blocks)",
+        ticktrade_latency::Human(p.p50),
+        ticktrade_latency::Human(p.p99),
+        h.count()
+    );
     Ok(PerBlock {
         hist,
         phases: sum.map(|s| s / n),
