@@ -395,19 +395,22 @@ pub fn statuses<'a>(line: &'a str, all: bool, out: &mut Vec<OrderStatus<'a>>) ->
     let len = out.len();
     let mut cursor = Cursor::new(line);
     let header = cursor.header();
-    let done = header.and_then(|_| {
-        cursor.events(|c| {
-            if let Some(status) = c.status(all)? {
-                out.push(status);
-            }
-            Some(())
-        })
-    });
+    let done = header.and_then(|_| status_events(&mut cursor, all, out));
     if done.is_none() {
         out.truncate(len);
         return None;
     }
     header
+}
+
+/// The statuses from the cursor's event to the end of the line into `out` (see [`statuses`]).
+fn status_events<'a>(cursor: &mut Cursor<'a>, all: bool, out: &mut Vec<OrderStatus<'a>>) -> Option<()> {
+    cursor.events(|c| {
+        if let Some(status) = c.status(all)? {
+            out.push(status);
+        }
+        Some(())
+    })
 }
 
 /// The first byte offset at or after `from` (e.g. the middle) of a statuses line where an
@@ -471,14 +474,7 @@ pub fn statuses_tail<'a>(line: &'a str, split: usize, all: bool, out: &mut Vec<O
     let mut cursor = Cursor::new(line);
     cursor.at = split;
     // At least one event follows the comma before `split`, so the events loop starts with one.
-    let done = cursor.bytes.get(split).filter(|&&c| c == b'{').and_then(|_| {
-        cursor.events(|c| {
-            if let Some(status) = c.status(all)? {
-                out.push(status);
-            }
-            Some(())
-        })
-    });
+    let done = cursor.bytes.get(split).filter(|&&c| c == b'{').and_then(|_| status_events(&mut cursor, all, out));
     if done.is_none() {
         out.truncate(len);
     }
