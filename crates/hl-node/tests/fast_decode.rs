@@ -2,6 +2,9 @@
 //! the generator's lines all take the fast path and decode identically, and on mutated lines
 //! the fast path never panics and never disagrees (it either gives up or agrees).
 
+mod common;
+
+use common::print_costs;
 use proptest::prelude::*;
 use ticktrade_core::Utc;
 use ticktrade_hl_node::synth::{GenConfig, Generator};
@@ -195,15 +198,10 @@ fn decode_cost() {
     std::hint::black_box(n);
     let bytes = |f: fn(&(String, String)) -> usize| blocks.iter().map(f).sum::<usize>() / blocks.len();
     let (bytes_statuses, bytes_diffs) = (bytes(|b| b.0.len()), bytes(|b| b.1.len()));
-    for (what, ns) in [("decode", &mut ns), ("statuses", &mut ns_statuses), ("diffs", &mut ns_diffs)] {
-        let mean = ns.iter().sum::<u64>() / ns.len() as u64;
-        ns.sort_unstable();
-        println!(
-            "{what} per block over {} blocks: median {} ns, mean {mean} ns, p90 {} ns",
-            ns.len(),
-            ns[ns.len() / 2],
-            ns[ns.len() * 9 / 10]
-        );
-    }
+    print_costs(&mut [
+        ("decode per block", &mut ns),
+        ("statuses per block", &mut ns_statuses),
+        ("diffs per block", &mut ns_diffs),
+    ]);
     println!("line bytes per block: statuses {bytes_statuses}, diffs {bytes_diffs}");
 }

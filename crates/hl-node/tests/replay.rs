@@ -194,14 +194,5 @@ fn apply_cost() {
         assert_books_equal(&generator, &books, &[]);
     }
     std::hint::black_box(&flush);
-    for (what, ns) in [("apply per block (plan + coins)", &mut ns), ("of which plan_block", &mut plan_ns)] {
-        let mean = ns.iter().sum::<u64>() / ns.len() as u64;
-        ns.sort_unstable();
-        println!(
-            "{what} over {} blocks: median {} ns, mean {mean} ns, p90 {} ns",
-            ns.len(),
-            ns[ns.len() / 2],
-            ns[ns.len() * 9 / 10]
-        );
-    }
+    print_costs(&mut [("apply per block (plan + coins)", &mut ns), ("of which plan_block", &mut plan_ns)]);
 }
