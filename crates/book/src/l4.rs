@@ -202,23 +202,11 @@ impl<T> L4Book<T> {
 
     /// Lowers an order's quantity in place, keeping its queue position. Zero removes it.
     pub fn reduce(&mut self, id: u64, new_qty: Qty) -> Result<(), L4Error> {
-        let slot = *self.ids.get(&id).ok_or(L4Error::UnknownId(id))?;
-        if new_qty.raw() < 0 {
-            return Err(L4Error::NonPositiveQty);
-        }
-        let node = &mut self.nodes[slot as usize];
-        if new_qty > node.order.qty {
+        let slot = self.slot_to_change(id, new_qty)?;
+        if new_qty > self.nodes[slot as usize].order.qty {
             return Err(L4Error::Increase);
         }
-        if new_qty.is_zero() {
-            self.ids.remove(&id);
-            self.remove_slot(slot);
-            return Ok(());
-        }
-        let delta = node.order.qty - new_qty;
-        node.order.qty = new_qty;
-        let level = node.level;
-        self.levels[level as usize].qty -= delta;
+        self.lower_at(id, slot, new_qty);
         Ok(())
     }
 
@@ -227,23 +215,13 @@ impl<T> L4Book<T> {
     /// removes it; `new_price` is not used); a larger one moves it to the back of the queue
     /// at `new_price`. Returns the side and the price the order rested at before.
     pub fn update(&mut self, id: u64, new_price: Price, new_qty: Qty) -> Result<(Side, Price), L4Error> {
-        let slot = *self.ids.get(&id).ok_or(L4Error::UnknownId(id))?;
-        if new_qty.raw() < 0 {
-            return Err(L4Error::NonPositiveQty);
-        }
-        let node = &mut self.nodes[slot as usize];
-        let (side, price, qty) = (node.order.side, node.order.price, node.order.qty);
+        let slot = self.slot_to_change(id, new_qty)?;
+        let order = &self.nodes[slot as usize].order;
+        let (side, price, qty) = (order.side, order.price, order.qty);
         if new_qty > qty {
-            self.ids.remove(&id);
-            let old = self.remove_slot(slot);
-            self.add(id, side, new_price, new_qty, old.payload)?;
-        } else if new_qty.is_zero() {
-            self.ids.remove(&id);
-            self.remove_slot(slot);
+            self.requeue_at(id, slot, new_price, new_qty)?;
         } else {
-            node.order.qty = new_qty;
-            let level = node.level;
-            self.levels[level as usize].qty -= qty - new_qty;
+            self.lower_at(id, slot, new_qty);
         }
         Ok((side, price))
     }
@@ -252,22 +230,49 @@ impl<T> L4Book<T> {
     /// is unchanged and the quantity does not grow; otherwise it moves to the back of the
     /// queue at the new price. Zero quantity removes it. Returns whether priority was kept.
     pub fn modify(&mut self, id: u64, new_price: Price, new_qty: Qty) -> Result<bool, L4Error> {
+        let slot = self.slot_to_change(id, new_qty)?;
+        let order = &self.nodes[slot as usize].order;
+        if new_price == order.price && new_qty <= order.qty {
+            self.lower_at(id, slot, new_qty);
+            return Ok(true);
+        }
+        self.requeue_at(id, slot, new_price, new_qty)?;
+        Ok(false)
+    }
+
+    /// The slot of order `id`, about to be given `new_qty` (`reduce`, `update`, `modify`).
+    fn slot_to_change(&self, id: u64, new_qty: Qty) -> Result<u32, L4Error> {
         let slot = *self.ids.get(&id).ok_or(L4Error::UnknownId(id))?;
         if new_qty.raw() < 0 {
             return Err(L4Error::NonPositiveQty);
         }
-        let order = &self.nodes[slot as usize].order;
-        if new_price == order.price && new_qty <= order.qty {
-            self.reduce(id, new_qty)?;
-            return Ok(true);
+        Ok(slot)
+    }
+
+    /// Lowers order `id` at `slot` to `new_qty` (not above its quantity) in place, keeping its
+    /// queue position; zero removes it.
+    fn lower_at(&mut self, id: u64, slot: u32, new_qty: Qty) {
+        if new_qty.is_zero() {
+            self.ids.remove(&id);
+            self.remove_slot(slot);
+            return;
         }
+        let node = &mut self.nodes[slot as usize];
+        let delta = node.order.qty - new_qty;
+        node.order.qty = new_qty;
+        let level = node.level;
+        self.levels[level as usize].qty -= delta;
+    }
+
+    /// Takes order `id` at `slot` out of its queue and, unless `new_qty` is zero, adds it back
+    /// at the back of the queue at `new_price`, payload kept.
+    fn requeue_at(&mut self, id: u64, slot: u32, new_price: Price, new_qty: Qty) -> Result<(), L4Error> {
         self.ids.remove(&id);
         let old = self.remove_slot(slot);
         if new_qty.is_zero() {
-            return Ok(false);
+            return Ok(());
         }
-        self.add(id, old.side, new_price, new_qty, old.payload)?;
-        Ok(false)
+        self.add(id, old.side, new_price, new_qty, old.payload)
     }
 
     /// The best level on `side` (highest bid, lowest ask).
