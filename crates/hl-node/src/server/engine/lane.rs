@@ -16,6 +16,8 @@ use ticktrade_core::Side;
 use ticktrade_hl_proto::node::{BookDiff, OrderStatus};
 use ticktrade_hl_proto::ws::{L2Variant, L2View, UnitLevel};
 
+mod emit;
+
 use super::super::publish::{ClientId, CoinL2, L2Key, Subscribers, Undelivered};
 use crate::books::{ApplyError, BlockPlan, CoinPart};
 use crate::coins::{CoinId, CoinTable};
@@ -236,50 +238,9 @@ impl Lane {
             self.changed.push((pos, at, None));
         }
         let aggregated = ctx.timings.then(Instant::now);
-        // 2. Encode the views that changed.
-        self.frames.clear();
-        // An empty frame: the view's levels were what it last sent (no frame; a frame is never
-        // empty).
-        for &(pos, at, twin) in &self.changed {
-            let frame = match twin {
-                // The twin's frame of this block (encoded above): the same bytes.
-                Some((_, t, _))
-                    if self.changed.iter().zip(&self.frames).any(|(&(_, a, _), f)| a == t && !f.is_empty()) =>
-                {
-                    let (src, dst) = pair_mut(list, t, at);
-                    dst.view.share(&src.view)
-                }
-                // In step with its twin, which did not change: neither did it.
-                Some((_, _, true)) => Bytes::new(),
-                // Its twin's levels when only this view changed (it did: checked above).
-                Some((p, _, false)) => {
-                    let [bids, asks] = &self.pool[p];
-                    list[at].view.encode(&mut self.out, &mut self.scratch, ctx.time_ms, spec.units, bids, asks)
-                }
-                None => {
-                    let [bids, asks] = &self.pool[pos];
-                    list[at]
-                        .view
-                        .encode_changed(&mut self.out, &mut self.scratch, ctx.time_ms, spec.units, bids, asks)
-                        .unwrap_or_default()
-                }
-            };
-            self.frames.push(frame);
-        }
+        self.encode_views(ctx, list, spec.units);
         let encoded = ctx.timings.then(Instant::now);
-        // 3. Queue: one shared frame per view for all its subscribers.
-        if ctx.timings && self.first_frame.is_none() && self.frames.iter().any(|f| !f.is_empty()) {
-            self.first_frame = Some(Instant::now());
-        }
-        let mut next = self.changed.iter().zip(self.frames.drain(..)).filter(|(_, f)| !f.is_empty()).peekable();
-        for (pos, ids) in keys.values().enumerate() {
-            let Some((_, frame)) = next.next_if(|((p, _, _), _)| *p == pos) else { continue };
-            for &id in ids {
-                if let Err(why) = ctx.subs.try_send(id, frame.clone()) {
-                    self.undelivered.push((id, why));
-                }
-            }
-        }
+        self.queue(ctx, keys);
         if let (Some(a), Some(b), Some(c)) = (started, aggregated, encoded) {
             self.ns[1] += b.duration_since(a).as_nanos() as u64;
             self.ns[2] += c.duration_since(b).as_nanos() as u64;
@@ -303,17 +264,6 @@ pub(super) fn slot_at(list: &mut Vec<ViewSlot>, key: L2Key, name: &str) -> usize
             list.push(ViewSlot { key, view: L2View::new(name) });
             list.len() - 1
         }
-    }
-}
-
-/// `list[src]` and `list[dst]` (`src != dst`) at once.
-fn pair_mut<T>(list: &mut [T], src: usize, dst: usize) -> (&T, &mut T) {
-    if src < dst {
-        let (a, b) = list.split_at_mut(dst);
-        (&a[src], &mut b[0])
-    } else {
-        let (a, b) = list.split_at_mut(src);
-        (&b[0], &mut a[dst])
     }
 }
 
