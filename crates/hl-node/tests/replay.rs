@@ -146,6 +146,7 @@ fn verify_agrees_with_a_later_snapshot_and_finds_a_difference() {
 #[test]
 #[ignore = "micro-benchmark: run on purpose, optimised, with --nocapture"]
 fn apply_cost() {
+    use ticktrade_core::Side;
     use ticktrade_hl_node::books::BlockPlan;
     use ticktrade_hl_node::synth::{GenConfig, Generator};
     use ticktrade_hl_proto::node::{BookDiff, OrderStatus, fast};
@@ -163,6 +164,8 @@ fn apply_cost() {
     let mut flush = vec![0u64; 1 << 20];
     let mut ns: Vec<u64> = Vec::new();
     let mut plan_ns: Vec<u64> = Vec::new();
+    let mut walk_ns: Vec<u64> = Vec::new();
+    let mut gathered: [Vec<(i64, i64, u32)>; 2] = [Vec::with_capacity(4096), Vec::with_capacity(4096)];
     let mut plan = BlockPlan::default();
     let (mut statuses, mut diffs): (Vec<OrderStatus<'_>>, Vec<BookDiff<'_>>) = (Vec::new(), Vec::new());
     for _round in 0..5 {
@@ -184,15 +187,30 @@ fn apply_cost() {
             let t = std::time::Instant::now();
             books.plan_block(*height, Utc::from_millis(0), &statuses, &diffs, &mut plan);
             let planned = t.elapsed().as_nanos() as u64;
+            let mut walked = 0u64;
             for g in 0..plan.len() {
                 let outcome = books.apply_coin(&plan, g, &statuses, &diffs);
                 assert!(outcome.error.is_none());
+                // The lane gathers both sides of the coin right after applying it.
+                let w = std::time::Instant::now();
+                let book = &books.book(plan.coin(g)).unwrap().book;
+                for (side, buf) in [Side::Buy, Side::Sell].into_iter().zip(&mut gathered) {
+                    buf.clear();
+                    buf.extend(book.levels(side).map(|l| (l.price.raw(), l.qty.raw(), l.n_orders)));
+                }
+                walked += w.elapsed().as_nanos() as u64;
             }
-            ns.push(t.elapsed().as_nanos() as u64);
+            ns.push(t.elapsed().as_nanos() as u64 - walked);
             plan_ns.push(planned);
+            walk_ns.push(walked);
         }
         assert_books_equal(&generator, &books, &[]);
     }
     std::hint::black_box(&flush);
-    print_costs(&mut [("apply per block (plan + coins)", &mut ns), ("of which plan_block", &mut plan_ns)]);
+    std::hint::black_box(&gathered);
+    print_costs(&mut [
+        ("apply per block (plan + coins)", &mut ns),
+        ("of which plan_block", &mut plan_ns),
+        ("levels() walk of both sides of each changed coin, after its apply", &mut walk_ns),
+    ]);
 }
