@@ -3,16 +3,19 @@
 //! Owns: `Decimal` (exact text numbers), `Price`/`Qty` (integer ticks/lots), `Side`,
 //! `InstrumentSpec` with its tick rule, `Mono`/`Utc` timestamps and the `Clock` trait.
 //! Must not: do I/O, read a clock, or let an `f64` carry an order value. Everything above
-//! this crate depends on it, so it stays small and dependency-free.
+//! this crate depends on it, so it stays small: `thiserror`, and on x86-64 `safe_arch` for
+//! the prefetch hint.
 //!
 //! # Layout
 //! - `decimal`: exact decimal parsing/printing and conversion to integer units.
 //! - `num`: `Price`, `Qty`, `Side`.
+//! - `hint`: `prefetch`, `prefetch_lines` (cache hints for the hot paths, no effect on values).
 //! - `rng`: `SplitMix64`, the seeded generator behind every synthetic stream.
 //! - `instrument`: `InstrumentId`, `InstrumentKind`, `InstrumentSpec`, `TickRule`.
 //! - `time`: `Mono`, `Utc`, `Clock`, `ManualClock`.
 
 pub mod decimal;
+pub mod hint;
 pub mod instrument;
 pub mod num;
 pub mod rng;
