@@ -374,3 +374,22 @@ fn encode_changed_skips_exactly_the_unchanged_views_and_writes_what_the_plain_wr
     assert!(empty.encode_changed(&mut out, &mut scratch, 6, units, &[l(9)], &[]).is_none());
     assert!(empty.encode_changed(&mut out, &mut scratch, 7, units, &[l(9)], &[l(10)]).is_some());
 }
+
+#[test]
+fn prefetch_changes_nothing_at_any_size() {
+    let units = Units { px: Decimal::new(1, 1).unwrap(), sz: Decimal::new(1, 3).unwrap() };
+    let (mut out, mut scratch) = (bytes::BytesMut::new(), Vec::new());
+    let mut view = L2View::new("SOL");
+    view.prefetch();
+    assert!(view.is_fresh() && view.frame().is_empty());
+    for n in [1, 3, 40, 200] {
+        let bids: Vec<UnitLevel> = (0..n).map(|k| UnitLevel { px: 20_000 - k, sz: 10 + k, n: 1 }).collect();
+        let asks: Vec<UnitLevel> = (0..n).map(|k| UnitLevel { px: 20_001 + k, sz: 3 * k + 1, n: 2 }).collect();
+        let frame = view.encode(&mut out, &mut scratch, 9, units, &bids, &asks);
+        view.prefetch();
+        assert!(view.unchanged(&bids, &asks) && view.frame() == &frame, "{n} levels a side");
+    }
+    view.reset();
+    view.prefetch();
+    assert!(view.is_fresh());
+}
