@@ -211,6 +211,10 @@ impl Lane {
                 continue;
             }
             self.n_aggregated += 1;
+            // Its last levels and frame start loading now, while the other views of the coin
+            // are checked and aggregated: the compare and the encoder below read them cold
+            // otherwise, one view after another.
+            list[at].view.prefetch();
             // A view whose full-precision twin (same nLevels, aggregated above: keys are in
             // variant order, `Full` first) keeps every level at its variant has the twin's
             // levels (`l2::keeps_levels`): it is not aggregated, and shares the twin's frame
