@@ -270,6 +270,30 @@ impl<T> L4Book<T> {
         self.nodes.get_mut(slot as usize).map(|n| &mut n.order.payload)
     }
 
+    /// Reads what changing the orders `ids` will read (each id's table entry, its node, its
+    /// neighbours in the queue, its level and the level's price), one id's reads independent
+    /// of the next id's, so that their cache misses overlap instead of being paid one after
+    /// another by the dependent work that follows. Changes nothing; an id not in the book
+    /// reads only its table entry (where adding it will write).
+    pub fn warm(&self, ids: impl IntoIterator<Item = u64>) {
+        let mut acc = 0u64;
+        for id in ids {
+            let Some(node) = self.ids.get(&id).and_then(|&slot| self.nodes.get(slot as usize)) else { continue };
+            acc ^= node.order.qty.raw() as u64;
+            for link in [node.prev, node.next] {
+                if let Some(other) = self.nodes.get(link as usize) {
+                    acc ^= u64::from(other.at);
+                }
+            }
+            let ladder = self.ladder(node.order.side);
+            let at = node.at as usize;
+            if let (Some(level), Some(price)) = (ladder.levels.get(at), ladder.prices.get(at)) {
+                acc ^= (level.qty.raw() ^ price.raw()) as u64;
+            }
+        }
+        std::hint::black_box(acc);
+    }
+
     /// Adds an order at the back of its price level's queue.
     pub fn add(&mut self, id: u64, side: Side, price: Price, qty: Qty, payload: T) -> Result<(), L4Error> {
         if !qty.is_positive() {

@@ -8,12 +8,37 @@ use ticktrade_core::{Price, Qty, Side};
 
 #[derive(Clone, Debug)]
 enum Op {
-    Add { id: u64, side: Side, price: i64, qty: i64 },
-    Remove { id: u64 },
-    Reduce { id: u64, qty: i64 },
-    Modify { id: u64, price: i64, qty: i64 },
-    Update { id: u64, price: i64, qty: i64 },
-    Fill { side: Side, qty: i64 },
+    Add {
+        id: u64,
+        side: Side,
+        price: i64,
+        qty: i64,
+    },
+    Remove {
+        id: u64,
+    },
+    Reduce {
+        id: u64,
+        qty: i64,
+    },
+    Modify {
+        id: u64,
+        price: i64,
+        qty: i64,
+    },
+    Update {
+        id: u64,
+        price: i64,
+        qty: i64,
+    },
+    Fill {
+        side: Side,
+        qty: i64,
+    },
+    /// `warm` reads and changes nothing.
+    Warm {
+        ids: Vec<u64>,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -91,6 +116,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (id.clone(), 90i64..110, 0i64..20).prop_map(|(id, price, qty)| Op::Modify { id, price, qty }),
         1 => (id, 90i64..110, 0i64..20).prop_map(|(id, price, qty)| Op::Update { id, price, qty }),
         1 => (side(), 0i64..30).prop_map(|(side, qty)| Op::Fill { side, qty }),
+        1 => prop::collection::vec(0u64..40, 0..6).prop_map(|ids| Op::Warm { ids }),
     ]
 }
 
@@ -169,6 +195,7 @@ fn apply(book: &mut L4Book<u64>, model: &mut Model, op: &Op, n: u64) -> Result<(
                 .map(|f| (f.id, f.price.raw(), f.qty.raw(), f.remaining.raw(), f.payload));
             prop_assert_eq!(got, model.fill(side, qty));
         }
+        Op::Warm { ref ids } => book.warm(ids.iter().copied()),
     }
     Ok(())
 }
