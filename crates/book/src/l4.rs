@@ -9,20 +9,17 @@
 //!
 //! Layout: orders live in a `Slab` and form an intrusive doubly linked list per level (O(1)
 //! add at the tail, O(1) unlink anywhere); an `FxHashMap` maps the order id to its slot.
-//! Each side is a `Ladder`: its levels (price, totals and queue ends) inline in one `Vec`
-//! sorted from worst to best, so the best level is the last element and the L2 view
-//! ([`L4Book::levels`]) is one contiguous walk, plus the prices alone in a second `Vec` for
-//! searching (eight per cache line). Most activity is near the top of the book, where
-//! inserting or removing a level moves only the few entries behind it. An order keeps the
-//! position its level had when it last looked it up; positions shift as levels come and go,
-//! so it is only where the search for its price starts (galloping from it, then a binary
-//! search: one cache line when it is still close). `ticktrade bench match` measures the
-//! choice on the same 1M place/cancel/edit/sweep ops over ~550 levels per side: 38–70 ns/op
-//! for the earlier layout (levels in a slab, the sorted ladder of `(price, slot)`) against
-//! 112–142 ns/op for `BTreeMap<price, VecDeque<order>>` + `HashMap`, 2–3× across runs on the
-//! shared 2-vCPU VM (2026-11).
+//! Levels live in a second `Slab`; each side keeps a `Vec<(Price, level slot)>` sorted from
+//! worst to best, so the best level is the last element. Most activity is near the top of the
+//! book, where inserting or removing a level moves only the few entries behind it; a lookup is
+//! a binary search (9 steps at 500 levels). `ticktrade bench match` measures the choice on the
+//! same 1M place/cancel/edit/sweep ops over ~550 levels per side: 38–70 ns/op for this layout
+//! against 112–142 ns/op for `BTreeMap<price, VecDeque<order>>` + `HashMap`, 2–3× across runs
+//! on the shared 2-vCPU VM (2026-11). Levels kept inline in the sorted list (one contiguous
+//! `levels()` walk for the Hyperliquid server's gather, 2.8x cheaper) were tried and reverted:
+//! each level insert or removal then shifts 48 bytes per entry instead of 16, and the book
+//! layer of `bench match` took 90-102 ns/op against 46-74 ns/op (2026-11-26).
 
-use std::cmp::Ordering;
 use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap;
@@ -87,13 +84,10 @@ struct Node<T> {
     order: Order<T>,
     prev: u32,
     next: u32,
-    /// The position of the order's level in its ladder when the order last looked it up:
-    /// where the next search for its price starts (levels shift as others come and go).
-    at: u32,
+    level: u32,
 }
 
-/// One price level: its totals (the L2 view) and the ends of its FIFO queue.
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 struct Level {
     price: Price,
     qty: Qty,
@@ -102,113 +96,15 @@ struct Level {
     tail: u32,
 }
 
-/// The levels of one side, sorted worst → best (bids ascending, asks descending): the best
-/// is last. `prices[i]` is `levels[i].price`, kept apart so that a search reads eight prices
-/// per cache line.
-#[derive(Debug, Default)]
-struct Ladder {
-    prices: Vec<Price>,
-    levels: Vec<Level>,
-}
-
-impl Ladder {
-    fn with_capacity(n: usize) -> Ladder {
-        Ladder { prices: Vec::with_capacity(n), levels: Vec::with_capacity(n) }
-    }
-
-    fn clear(&mut self) {
-        self.prices.clear();
-        self.levels.clear();
-    }
-
-    /// The position of `price` (`Ok`), or where a level at `price` belongs (`Err`), searched
-    /// from position `hint`: galloping away from it (1, 2, 4... steps) until the price is
-    /// passed, then a binary search over the last step. A few reads of one cache line when
-    /// the level is still near `hint`, about twice a binary search's when it is far.
-    fn find(&self, side: Side, price: Price, hint: usize) -> Result<usize, usize> {
-        let prices = &self.prices[..];
-        let n = prices.len();
-        if n == 0 {
-            return Err(0);
-        }
-        // How a ladder price compares with `price` in ladder order (Less: worse, lower).
-        let cmp = |p: &Price| match side {
-            Side::Buy => p.cmp(&price),
-            Side::Sell => price.cmp(p),
-        };
-        let within = |lo: usize, hi: usize| match prices[lo..hi].binary_search_by(cmp) {
-            Ok(i) => Ok(lo + i),
-            Err(i) => Err(lo + i),
-        };
-        let at = hint.min(n - 1);
-        match cmp(&prices[at]) {
-            Ordering::Equal => Ok(at),
-            Ordering::Less => {
-                let (mut lo, mut step) = (at + 1, 1);
-                loop {
-                    let probe = at + step;
-                    if probe >= n {
-                        return within(lo, n);
-                    }
-                    match cmp(&prices[probe]) {
-                        Ordering::Equal => return Ok(probe),
-                        Ordering::Less => lo = probe + 1,
-                        Ordering::Greater => return within(lo, probe),
-                    }
-                    step *= 2;
-                }
-            }
-            Ordering::Greater => {
-                let (mut hi, mut step) = (at, 1);
-                loop {
-                    if step > at {
-                        return within(0, hi);
-                    }
-                    let probe = at - step;
-                    match cmp(&prices[probe]) {
-                        Ordering::Equal => return Ok(probe),
-                        Ordering::Greater => hi = probe,
-                        Ordering::Less => return within(probe + 1, hi),
-                    }
-                    step *= 2;
-                }
-            }
-        }
-    }
-
-    /// The position of the level at `price`, searched from the best end (most activity is
-    /// there): a new empty level is inserted when there is none.
-    fn level_for_insert(&mut self, side: Side, price: Price) -> usize {
-        match self.find(side, price, self.prices.len().saturating_sub(1)) {
-            Ok(at) => at,
-            Err(at) => {
-                self.prices.insert(at, price);
-                self.levels.insert(at, Level { price, qty: Qty::ZERO, n_orders: 0, head: NIL, tail: NIL });
-                at
-            }
-        }
-    }
-
-    /// Removes the (empty) level at position `at`.
-    fn remove(&mut self, at: usize) {
-        self.prices.remove(at);
-        self.levels.remove(at);
-    }
-
-    /// The level at `price`, if any, searched from the best end.
-    fn get(&self, side: Side, price: Price) -> Option<&Level> {
-        let at = self.find(side, price, self.prices.len().saturating_sub(1)).ok()?;
-        self.levels.get(at)
-    }
-}
-
 /// Price-time order book over a payload `T` (e.g. the owning account).
 #[derive(Debug)]
 pub struct L4Book<T = ()> {
     nodes: Slab<Node<T>>,
+    levels: Slab<Level>,
     ids: FxHashMap<u64, u32>,
-    bids: Ladder,
-    asks: Ladder,
+    /// Sorted worst → best: bids ascending, asks descending. Best is `last()`.
+    bids: Vec<(Price, u32)>,
+    asks: Vec<(Price, u32)>,
 }
 
 impl<T> Default for L4Book<T> {
@@ -228,9 +124,10 @@ impl<T> L4Book<T> {
         ids.reserve(n_orders);
         L4Book {
             nodes: Slab::with_capacity(n_orders),
+            levels: Slab::with_capacity(n_levels * 2),
             ids,
-            bids: Ladder::with_capacity(n_levels),
-            asks: Ladder::with_capacity(n_levels),
+            bids: Vec::with_capacity(n_levels),
+            asks: Vec::with_capacity(n_levels),
         }
     }
 
@@ -245,11 +142,12 @@ impl<T> L4Book<T> {
 
     /// Number of price levels on `side`.
     pub fn depth(&self, side: Side) -> usize {
-        self.ladder(side).levels.len()
+        self.ladder(side).len()
     }
 
     pub fn clear(&mut self) {
         self.nodes.clear();
+        self.levels.clear();
         self.ids.clear();
         self.bids.clear();
         self.asks.clear();
@@ -282,13 +180,11 @@ impl<T> L4Book<T> {
             acc ^= node.order.qty.raw() as u64;
             for link in [node.prev, node.next] {
                 if let Some(other) = self.nodes.get(link as usize) {
-                    acc ^= u64::from(other.at);
+                    acc ^= u64::from(other.level);
                 }
             }
-            let ladder = self.ladder(node.order.side);
-            let at = node.at as usize;
-            if let (Some(level), Some(price)) = (ladder.levels.get(at), ladder.prices.get(at)) {
-                acc ^= (level.qty.raw() ^ price.raw()) as u64;
+            if let Some(level) = self.levels.get(node.level as usize) {
+                acc ^= (level.qty.raw() ^ level.price.raw()) as u64;
             }
         }
         std::hint::black_box(acc);
@@ -305,23 +201,19 @@ impl<T> L4Book<T> {
             Entry::Occupied(_) => return Err(L4Error::DuplicateId(id)),
             Entry::Vacant(entry) => entry.insert(slot),
         };
-        let ladder = match side {
-            Side::Buy => &mut self.bids,
-            Side::Sell => &mut self.asks,
-        };
-        let at = ladder.level_for_insert(side, price);
-        let lvl = &mut ladder.levels[at];
+        let level = self.level_for_insert(side, price);
+        let taken =
+            self.nodes.insert(Node { order: Order { id, side, price, qty, payload }, prev: NIL, next: NIL, level });
+        debug_assert_eq!(taken as u32, slot);
+        let lvl = &mut self.levels[level as usize];
         lvl.qty += qty;
         lvl.n_orders += 1;
         let tail = lvl.tail;
         lvl.tail = slot;
         if tail == NIL {
             lvl.head = slot;
-        }
-        let order = Order { id, side, price, qty, payload };
-        let taken = self.nodes.insert(Node { order, prev: tail, next: NIL, at: at as u32 });
-        debug_assert_eq!(taken as u32, slot);
-        if tail != NIL {
+        } else {
+            self.nodes[slot as usize].prev = tail;
             self.nodes[tail as usize].next = slot;
         }
         Ok(())
@@ -330,7 +222,7 @@ impl<T> L4Book<T> {
     /// Removes an order wherever it is in its queue.
     pub fn remove(&mut self, id: u64) -> Option<Order<T>> {
         let slot = self.ids.remove(&id)?;
-        Some(self.remove_slot(slot, None))
+        Some(self.remove_slot(slot))
     }
 
     /// Lowers an order's quantity in place, keeping its queue position. Zero removes it.
@@ -387,30 +279,21 @@ impl<T> L4Book<T> {
     fn lower_at(&mut self, id: u64, slot: u32, new_qty: Qty) {
         if new_qty.is_zero() {
             self.ids.remove(&id);
-            self.remove_slot(slot, None);
+            self.remove_slot(slot);
             return;
         }
         let node = &mut self.nodes[slot as usize];
         let delta = node.order.qty - new_qty;
         node.order.qty = new_qty;
-        let (side, price) = (node.order.side, node.order.price);
-        let ladder = match side {
-            Side::Buy => &mut self.bids,
-            Side::Sell => &mut self.asks,
-        };
-        let found = ladder.find(side, price, node.at as usize);
-        debug_assert!(found.is_ok(), "a resting order's level is in its ladder");
-        if let Ok(at) = found {
-            ladder.levels[at].qty -= delta;
-            node.at = at as u32;
-        }
+        let level = node.level;
+        self.levels[level as usize].qty -= delta;
     }
 
     /// Takes order `id` at `slot` out of its queue and, unless `new_qty` is zero, adds it back
     /// at the back of the queue at `new_price`, payload kept.
     fn requeue_at(&mut self, id: u64, slot: u32, new_price: Price, new_qty: Qty) -> Result<(), L4Error> {
         self.ids.remove(&id);
-        let old = self.remove_slot(slot, None);
+        let old = self.remove_slot(slot);
         if new_qty.is_zero() {
             return Ok(());
         }
@@ -419,33 +302,39 @@ impl<T> L4Book<T> {
 
     /// The best level on `side` (highest bid, lowest ask).
     pub fn best(&self, side: Side) -> Option<L4Level> {
-        self.ladder(side).levels.last().map(Level::view)
+        self.ladder(side).last().map(|&(_, level)| self.level_view(level))
     }
 
     pub fn best_price(&self, side: Side) -> Option<Price> {
-        self.ladder(side).prices.last().copied()
+        self.ladder(side).last().map(|&(price, _)| price)
     }
 
     /// The level at `price` on `side`, if any order rests there.
     pub fn level(&self, side: Side, price: Price) -> Option<L4Level> {
-        self.ladder(side).get(side, price).map(Level::view)
+        let ladder = self.ladder(side);
+        let pos = search(side, ladder, price).ok()?;
+        Some(self.level_view(ladder[pos].1))
     }
 
-    /// Levels of `side` best first, with aggregated quantity and order count (the L2 view):
-    /// a walk down one contiguous array.
+    /// Levels of `side` best first, with aggregated quantity and order count (the L2 view).
     pub fn levels(&self, side: Side) -> impl ExactSizeIterator<Item = L4Level> + '_ {
-        self.ladder(side).levels.iter().rev().map(Level::view)
+        self.ladder(side).iter().rev().map(|&(_, level)| self.level_view(level))
     }
 
     /// The orders resting at `price` on `side`, oldest first.
     pub fn orders_at(&self, side: Side, price: Price) -> LevelOrders<'_, T> {
-        let head = self.ladder(side).get(side, price).map_or(NIL, |l| l.head);
+        let ladder = self.ladder(side);
+        let head = match search(side, ladder, price) {
+            Ok(pos) => self.levels[ladder[pos].1 as usize].head,
+            Err(_) => NIL,
+        };
         LevelOrders { nodes: &self.nodes, next: head }
     }
 
     /// The oldest order at the best level of `side`: the next one a taker would hit.
     pub fn front(&self, side: Side) -> Option<&Order<T>> {
-        let head = self.ladder(side).levels.last()?.head;
+        let &(_, level) = self.ladder(side).last()?;
+        let head = self.levels[level as usize].head;
         self.nodes.get(head as usize).map(|n| &n.order)
     }
 
@@ -454,16 +343,39 @@ impl<T> L4Book<T> {
         self.nodes.iter().map(|(_, n)| &n.order)
     }
 
-    fn ladder(&self, side: Side) -> &Ladder {
+    fn ladder(&self, side: Side) -> &Vec<(Price, u32)> {
         match side {
             Side::Buy => &self.bids,
             Side::Sell => &self.asks,
         }
     }
 
-    /// Unlinks and frees a slot whose id is already gone from `ids`. `hint`: where to start
-    /// looking for its level when the caller knows better than the node (`fill_front`).
-    fn remove_slot(&mut self, slot: u32, hint: Option<usize>) -> Order<T> {
+    fn ladder_mut(&mut self, side: Side) -> &mut Vec<(Price, u32)> {
+        match side {
+            Side::Buy => &mut self.bids,
+            Side::Sell => &mut self.asks,
+        }
+    }
+
+    fn level_view(&self, level: u32) -> L4Level {
+        let lvl = &self.levels[level as usize];
+        L4Level { price: lvl.price, qty: lvl.qty, n_orders: lvl.n_orders }
+    }
+
+    fn level_for_insert(&mut self, side: Side, price: Price) -> u32 {
+        match search(side, self.ladder(side), price) {
+            Ok(pos) => self.ladder(side)[pos].1,
+            Err(pos) => {
+                let level =
+                    self.levels.insert(Level { price, qty: Qty::ZERO, n_orders: 0, head: NIL, tail: NIL }) as u32;
+                self.ladder_mut(side).insert(pos, (price, level));
+                level
+            }
+        }
+    }
+
+    /// Unlinks and frees a slot whose id is already gone from `ids`.
+    fn remove_slot(&mut self, slot: u32) -> Order<T> {
         let node = self.nodes.remove(slot as usize);
         if node.prev != NIL {
             self.nodes[node.prev as usize].next = node.next;
@@ -471,34 +383,28 @@ impl<T> L4Book<T> {
         if node.next != NIL {
             self.nodes[node.next as usize].prev = node.prev;
         }
-        let side = node.order.side;
-        let ladder = match side {
-            Side::Buy => &mut self.bids,
-            Side::Sell => &mut self.asks,
-        };
-        let found = ladder.find(side, node.order.price, hint.unwrap_or(node.at as usize));
-        debug_assert!(found.is_ok(), "a resting order's level is in its ladder");
-        if let Ok(at) = found {
-            let lvl = &mut ladder.levels[at];
-            if lvl.head == slot {
-                lvl.head = node.next;
-            }
-            if lvl.tail == slot {
-                lvl.tail = node.prev;
-            }
-            lvl.qty -= node.order.qty;
-            lvl.n_orders -= 1;
-            if lvl.n_orders == 0 {
-                ladder.remove(at);
+        let lvl = &mut self.levels[node.level as usize];
+        if lvl.head == slot {
+            lvl.head = node.next;
+        }
+        if lvl.tail == slot {
+            lvl.tail = node.prev;
+        }
+        lvl.qty -= node.order.qty;
+        lvl.n_orders -= 1;
+        if lvl.n_orders == 0 {
+            let side = node.order.side;
+            let price = lvl.price;
+            self.levels.remove(node.level as usize);
+            let ladder = self.ladder_mut(side);
+            // The best level empties most often: check the end before searching.
+            if ladder.last().is_some_and(|&(p, _)| p == price) {
+                ladder.pop();
+            } else if let Ok(pos) = search(side, ladder, price) {
+                ladder.remove(pos);
             }
         }
         node.order
-    }
-}
-
-impl Level {
-    fn view(&self) -> L4Level {
-        L4Level { price: self.price, qty: self.qty, n_orders: self.n_orders }
     }
 }
 
@@ -510,24 +416,18 @@ impl<T: Copy> L4Book<T> {
         if !max_qty.is_positive() {
             return None;
         }
-        let ladder = match side {
-            Side::Buy => &mut self.bids,
-            Side::Sell => &mut self.asks,
-        };
-        let best = ladder.levels.len().checked_sub(1)?;
-        let level = &mut ladder.levels[best];
-        let (price, slot) = (level.price, level.head);
+        let &(price, level) = self.ladder(side).last()?;
+        let slot = self.levels[level as usize].head;
         let node = &mut self.nodes[slot as usize];
         let qty = node.order.qty.min(max_qty);
         let remaining = node.order.qty - qty;
         let (id, payload) = (node.order.id, node.order.payload);
         if remaining.is_zero() {
             self.ids.remove(&id);
-            self.remove_slot(slot, Some(best));
+            self.remove_slot(slot);
         } else {
             node.order.qty = remaining;
-            node.at = best as u32;
-            level.qty -= qty;
+            self.levels[level as usize].qty -= qty;
         }
         Some(FrontFill { id, price, qty, remaining, payload })
     }
@@ -545,6 +445,14 @@ impl<'a, T> Iterator for LevelOrders<'a, T> {
         let node = self.nodes.get(self.next as usize)?;
         self.next = node.next;
         Some(&node.order)
+    }
+}
+
+/// Binary search in a ladder sorted worst → best.
+fn search(side: Side, ladder: &[(Price, u32)], price: Price) -> Result<usize, usize> {
+    match side {
+        Side::Buy => ladder.binary_search_by(|&(p, _)| p.cmp(&price)),
+        Side::Sell => ladder.binary_search_by(|&(p, _)| price.cmp(&p)),
     }
 }
 
@@ -636,63 +544,6 @@ mod tests {
         assert_eq!(book.update(77, p(50), q(1)), Err(L4Error::UnknownId(77)));
         assert_eq!(book.update(2, p(50), q(-1)), Err(L4Error::NonPositiveQty));
         assert_eq!((book.len(), book.depth(Side::Buy)), (2, 2));
-    }
-
-    /// The galloping search from any hint equals a binary search, on both sides, for every
-    /// price in and around ladders of 0 to 40 levels with gaps.
-    #[test]
-    fn find_from_any_hint_equals_a_binary_search() {
-        for side in [Side::Buy, Side::Sell] {
-            for n in 0..40i64 {
-                let mut ladder = Ladder::default();
-                // Prices 10, 13, 16, ...: worst first (bids ascending, asks descending).
-                let mut prices: Vec<i64> = (0..n).map(|i| 10 + 3 * i).collect();
-                if side == Side::Sell {
-                    prices.reverse();
-                }
-                ladder.prices = prices.iter().map(|&x| p(x)).collect();
-                for price in 5..(15 + 3 * n) {
-                    let want = match side {
-                        Side::Buy => ladder.prices.binary_search(&p(price)),
-                        Side::Sell => ladder.prices.binary_search_by(|x| p(price).cmp(x)),
-                    };
-                    for hint in 0..(n as usize + 3) {
-                        assert_eq!(ladder.find(side, p(price), hint), want, "{side:?} n {n} price {price} hint {hint}");
-                    }
-                }
-            }
-        }
-    }
-
-    /// Orders whose levels moved (levels added and removed beside and below them) are still
-    /// found: reduced, removed and filled at the right level.
-    #[test]
-    fn orders_find_their_level_after_it_moved() {
-        let mut book = L4Book::<u32>::new();
-        for i in 0..20u64 {
-            book.add(i, Side::Buy, p(100 + 2 * i as i64), q(10), 0).unwrap();
-        }
-        // Levels below and between shift every order's level position.
-        for i in 0..20u64 {
-            book.add(100 + i, Side::Buy, p(99 + 2 * i as i64), q(1), 0).unwrap();
-        }
-        for i in 0..20u64 {
-            book.reduce(i, q(9 - (i as i64 % 5))).unwrap();
-        }
-        for i in 0..10u64 {
-            assert!(book.remove(100 + 2 * i).is_some());
-        }
-        for i in 0..20u64 {
-            let level = book.level(Side::Buy, p(100 + 2 * i as i64)).unwrap();
-            assert_eq!((level.qty, level.n_orders), (q(9 - (i as i64 % 5)), 1), "{i}");
-            assert_eq!(book.update(i, p(0), q(1)), Ok((Side::Buy, p(100 + 2 * i as i64))));
-        }
-        assert_eq!(book.depth(Side::Buy), 30);
-        for i in (0..20u64).rev() {
-            assert_eq!(book.remove(i).map(|o| o.price), Some(p(100 + 2 * i as i64)));
-        }
-        let left: Vec<i64> = book.levels(Side::Buy).map(|l| l.price.raw()).collect();
-        assert_eq!(left, (0..10).rev().map(|i| 99 + 2 * (2 * i + 1)).collect::<Vec<_>>());
     }
 
     #[test]
