@@ -20,14 +20,8 @@ impl Lane {
     /// `self.frames`, in the same order; an empty frame when a view's levels were what it last
     /// sent (a frame is never empty).
     pub(super) fn encode_views(&mut self, ctx: &BlockCtx<'_, '_>, list: &mut [ViewSlot], units: Units) {
+        // Every view listed here was prefetched (`L2View::prefetch`) when `publish_l2` kept it.
         self.frames.clear();
-        // Every view to encode below, its cold lines requested at once (`L2View::prefetch`),
-        // but the view whose frame is its twin's (its levels are the twin's, hot).
-        for &(_, at, twin) in &self.changed {
-            if !matches!(twin, Some((_, _, true))) {
-                list[at].view.prefetch();
-            }
-        }
         for &(pos, at, twin) in &self.changed {
             let frame = match twin {
                 // The twin's frame of this block (encoded above): the same bytes.
