@@ -76,6 +76,17 @@ pub fn gather(levels: impl Iterator<Item = L4Level>, out: &mut Vec<UnitLevel>) {
     out.extend(levels.map(|l| UnitLevel { px: l.price.raw(), sz: l.qty.raw(), n: l.n_orders }));
 }
 
+/// Reads the first `max` levels of one book side (each level's ladder entry and totals, what
+/// [`gather`] reads), one level's reads independent of the next one's, so that their cache
+/// misses overlap each other instead of being met one after another later. Changes nothing.
+pub fn warm_levels(levels: impl Iterator<Item = L4Level>, max: usize) {
+    let mut acc = 0i64;
+    for level in levels.take(max) {
+        acc ^= level.qty.raw();
+    }
+    std::hint::black_box(acc);
+}
+
 /// `digits(px)` for `px > 0` without a loop.
 #[inline]
 fn digits_pos(px: i64) -> i32 {

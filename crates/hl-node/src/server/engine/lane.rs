@@ -27,6 +27,9 @@ use crate::coins::{CoinId, CoinTable};
 /// (seven views of 136 bytes: 15-16 lines).
 const VIEW_LINES: usize = 24;
 
+/// At most this many levels per side are read before a coin's apply (`l2::warm_levels`).
+const WARM_LEVELS: usize = 64;
+
 /// Of a view that has its full-precision twin's levels: the twin's position in the coin's keys
 /// (its levels in `Lane::pool`) and in `views[coin]`, and whether the view's last frame is the
 /// twin's (`L2View::shares_frame_with`): then it changed exactly when the twin did (decided
@@ -149,7 +152,22 @@ impl Lane {
         // The coin's view slots (cold: every block touches several MB) start loading now, so
         // that their misses overlap each other and the apply, and the skip check finds them.
         prefetch_lines(job.views.as_slice(), VIEW_LINES);
+        // Its book's levels (cold too; `publish_l2` gathers them all, and the apply reads some)
+        // are read now, in one pass whose misses overlap, instead of one by one by the apply and
+        // the gather. A parity build (the same reads on even blocks, none on odd, same run, 2
+        // threads, 4 runs, 20:39-20:54 UTC) measured gather 142 -> 58 us per block, apply -20%,
+        // block p50 -3%. Its time counts in the l2 stage.
+        let subscribed = ctx.subs.l2.get(&coin).is_some();
+        let warm = (ctx.timings && subscribed).then(Instant::now);
+        if subscribed {
+            let book = &job.part.book.book;
+            crate::l2::warm_levels(book.levels(Side::Buy), WARM_LEVELS);
+            crate::l2::warm_levels(book.levels(Side::Sell), WARM_LEVELS);
+        }
         let t = ctx.timings.then(Instant::now);
+        if let (Some(w), Some(t)) = (warm, t) {
+            self.ns[1] += t.duration_since(w).as_nanos() as u64;
+        }
         let applied = job.part.apply(ctx.coins.spec(coin), ctx.plan, ctx.statuses, ctx.diffs);
         if let Some(t) = t {
             self.ns[0] += t.elapsed().as_nanos() as u64;
