@@ -46,6 +46,34 @@ fn special_in(x: u64) -> u64 {
     has(b'"') | has(b'\\') | (x.wrapping_sub(LO * 0x20) & !x & HI)
 }
 
+/// How many of the bytes of `x` (little-endian: from its lowest) are ASCII digits before the
+/// first that is not (8 when all are).
+#[inline]
+fn digits_in(x: u64) -> usize {
+    const HI: u64 = 0x8080_8080_8080_8080;
+    // A digit becomes 0..=9; any other byte 10 or more (or has its high bit set), and adding
+    // 0x76 sets the high bit of exactly those. A carry out of a byte only reaches the bytes
+    // above it, after the first non-digit.
+    let v = x ^ ZEROS;
+    let not_digit = (v.wrapping_add(0x7676_7676_7676_7676) | v) & HI;
+    (not_digit.trailing_zeros() / 8) as usize
+}
+
+/// Eight `b'0'`s.
+const ZEROS: u64 = 0x3030_3030_3030_3030;
+
+/// The value of eight digits (bytes 0..=9), the most significant in the lowest byte. A
+/// shorter number is shifted up, its missing leading digits zeros: `(x - ZEROS) << 8 * (8 - n)`
+/// (a borrow of the subtraction from the non-digit bytes above only reaches bytes above them).
+#[inline]
+fn eight_digits(x: u64) -> u64 {
+    let x = (x.wrapping_mul(10) + (x >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let x = (x.wrapping_mul(100) + (x >> 16)) & 0x0000_ffff_0000_ffff;
+    (x.wrapping_mul(10000) + (x >> 32)) & 0xffff_ffff
+}
+
+const POW10: [u64; 8] = [1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000];
+
 impl<'a> Cursor<'a> {
     fn new(text: &'a str) -> Cursor<'a> {
         Cursor { text, bytes: text.as_bytes(), at: 0 }
@@ -110,9 +138,37 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// An unsigned integer as JSON writes it (no leading zero) that fits a `u64`.
+    /// An unsigned integer as JSON writes it (no leading zero) that fits a `u64`: eight
+    /// digits a step ([`digits_in`], [`eight_digits`]) when the line has 16 more bytes and
+    /// the number at most 16 digits (oids and timestamps: 12-13), else [`Cursor::u64_slow`].
     #[inline]
     fn u64(&mut self) -> Option<u64> {
+        let at = self.at;
+        let Some(chunk) = self.bytes.get(at..at + 16) else {
+            return self.u64_slow();
+        };
+        let (a, b) = chunk.split_at(8);
+        let (a, b) = (u64::from_le_bytes(a.try_into().ok()?), u64::from_le_bytes(b.try_into().ok()?));
+        let n_a = digits_in(a);
+        if n_a == 0 || (a & 0xff == u64::from(b'0') && n_a > 1) {
+            // Not a number, or a leading zero (`0` alone is read by the slow path).
+            return if n_a == 0 { None } else { self.u64_slow() };
+        }
+        if n_a < 8 {
+            self.at = at + n_a;
+            return Some(eight_digits(a.wrapping_sub(ZEROS) << (8 * (8 - n_a))));
+        }
+        let n_b = digits_in(b);
+        if n_b == 8 {
+            return self.u64_slow();
+        }
+        self.at = at + 8 + n_b;
+        let low = if n_b == 0 { 0 } else { eight_digits(b.wrapping_sub(ZEROS) << (8 * (8 - n_b))) };
+        Some(eight_digits(a.wrapping_sub(ZEROS)) * POW10[n_b] + low)
+    }
+
+    /// [`Cursor::u64`] a digit at a time.
+    fn u64_slow(&mut self) -> Option<u64> {
         let first = self.peek()?;
         if !first.is_ascii_digit() {
             return None;

@@ -231,3 +231,24 @@ fn the_split_guess_is_the_first_candidate_from_the_offset() {
         assert_eq!(statuses_split(&line, from), candidates.iter().copied().find(|&c| c >= from), "from {from}");
     }
 }
+
+/// The eight-digits-a-step number reader against the digit-at-a-time one, on every length
+/// and every following byte class, at the end of a line and not.
+#[test]
+fn numbers_read_eight_digits_a_step_as_one_at_a_time() {
+    let mut numbers: Vec<String> = vec!["0".into(), "00".into(), "01".into(), "7".into()];
+    for len in 1..=21 {
+        numbers.push("9".repeat(len));
+        numbers.push(format!("1{}", "0".repeat(len - 1)));
+        numbers.push((0..len).map(|i| char::from(b'1' + (i * 7 % 9) as u8)).collect());
+    }
+    numbers.push(u64::MAX.to_string());
+    numbers.push("18446744073709551616".into());
+    for number in &numbers {
+        for after in ["", ",", "}", "x", ":", "/", "\u{7f}", "\u{e9}", ",\"tif\":\"Alo\",\"cloid\":null}"] {
+            let text = format!("{number}{after}");
+            let (mut fast, mut slow) = (Cursor::new(&text), Cursor::new(&text));
+            assert_eq!((fast.u64(), fast.at), (slow.u64_slow(), slow.at), "{text:?}");
+        }
+    }
+}
