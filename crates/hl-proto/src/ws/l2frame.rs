@@ -25,18 +25,21 @@ const PREFETCH_LINES: usize = 64;
 /// Bytes reserved at a time in the caller's buffer (frames are split off it).
 const CHUNK: usize = 1 << 16;
 
-/// A level of the last frame and where its object starts in that frame. Kept in one list
-/// with the level (the same 24 bytes as a `UnitLevel`, whose padding holds the offset), so the
+/// A level of the last frame and the length of its object in that frame. Kept in one list
+/// with the level (the same 24 bytes as a `UnitLevel`, whose padding holds the length), so the
 /// encoder finds both in the cache lines the "did it change" comparison just read: a separate
-/// list of byte ranges was the encoder's costliest cache miss.
+/// list of byte ranges was the encoder's costliest cache miss. A length, not an offset: it
+/// does not change when the level is copied into the next frame at another place, so a run of
+/// copied levels is one `memcpy` of the list (rewriting each copied level's offset was a fifth
+/// of the encoder's own time in perf); the encoder adds the lengths up as it walks the levels.
 #[derive(Clone, Copy, Debug, Default)]
 struct Shown {
     px: i64,
     sz: i64,
     n: u32,
-    /// Offset of the level's `{` in `frame`; it ends one byte (a comma) before the next
-    /// level's start, or at the side's end.
-    start: u32,
+    /// Bytes of the level's object `{…}` in `frame`; the next level's starts one byte (a
+    /// comma) after it.
+    len: u32,
 }
 
 impl Shown {
@@ -63,8 +66,8 @@ pub struct L2View {
     /// inline (a copy of `shown`'s length and last price) so the engine's skip check reads no
     /// heap: that load was the l2 stage's costliest cache miss.
     deep: [(u32, i64); 2],
-    /// Offset just past each side's last level object in `frame`.
-    ends: [u32; 2],
+    /// Offset of each side's first level object in `frame` (just past the side's `[`).
+    begins: [u32; 2],
     frame: Bytes,
     /// No frame was encoded yet (an empty book still gets its first frame).
     fresh: bool,
@@ -115,7 +118,7 @@ impl L2View {
         self.fresh = true;
         self.frame = Bytes::new();
         self.shown.clear();
-        self.ends = [0; 2];
+        self.begins = [0; 2];
         self.deep = [(0, 0); 2];
     }
 
@@ -154,7 +157,7 @@ impl L2View {
         self.shown.clear();
         self.shown.extend_from_slice(&other.shown);
         self.deep = other.deep;
-        self.ends = other.ends;
+        self.begins = other.begins;
         self.fresh = other.fresh;
         self.frame = other.frame.clone();
         self.frame.clone()
@@ -213,7 +216,7 @@ impl L2View {
         }
         out.extend_from_slice(itoa::Buffer::new().format(time_ms).as_bytes());
         out.extend_from_slice(b",\"levels\":[");
-        let mut ends = [0u32; 2];
+        let mut begins = [0u32; 2];
         // Nothing differs from the last frame so far: every new level was copied from an old
         // one (in order, so with as many levels as before, each is the old one at its place).
         let mut same = !self.fresh;
@@ -224,8 +227,10 @@ impl L2View {
                 out.extend_from_slice(b",");
             }
             out.extend_from_slice(b"[");
+            begins[i] = out.len() as u32;
             let old = self.sides()[i];
-            let old_end = self.ends[i];
+            // Where `old[j]`'s object starts in the last frame (kept up to date as `j` moves).
+            let mut at = self.begins[i] as usize;
             let next = &mut next[i];
             next.clear();
             same &= old.len() == new.len();
@@ -236,32 +241,33 @@ impl L2View {
                 }
                 // Both lists run best first: skip old levels that rank before this one.
                 while j < old.len() && ranks_before(old[j].px, new[k].px, i == 0) {
+                    at += old[j].len as usize + 1;
                     j += 1;
                 }
                 let level = &new[k];
                 if self.fresh || !old.get(j).is_some_and(|o| o.same(level)) {
-                    let start = out.len() as u32;
+                    let start = out.len();
                     write_level(out, scratch, units, level);
-                    next.push(Shown { px: level.px, sz: level.sz, n: level.n, start });
+                    next.push(Shown { px: level.px, sz: level.sz, n: level.n, len: (out.len() - start) as u32 });
                     same = false;
                     k += 1;
                     continue;
                 }
                 // A run of levels equal to consecutive old ones is one copy of the old frame's
-                // bytes (the commas between them included).
-                let (j0, base) = (j, out.len() as u32);
+                // bytes (the commas between them included), and of their entries.
+                let (j0, a) = (j, at);
+                let mut b = at + old[j].len as usize;
                 while k + 1 < new.len() && j + 1 < old.len() && old[j + 1].same(&new[k + 1]) {
                     j += 1;
                     k += 1;
+                    b += 1 + old[j].len as usize;
                 }
-                let a = old[j0].start;
-                let b = if j + 1 < old.len() { old[j + 1].start - 1 } else { old_end };
-                out.extend_from_slice(&self.frame[a as usize..b as usize]);
-                next.extend(old[j0..=j].iter().map(|&o| Shown { start: o.start - a + base, ..o }));
+                out.extend_from_slice(&self.frame[a..b]);
+                next.extend_from_slice(&old[j0..=j]);
+                at = b + 1;
                 j += 1;
                 k += 1;
             }
-            ends[i] = out.len() as u32;
             out.extend_from_slice(b"]");
         }
         if same && only_changed {
@@ -278,7 +284,7 @@ impl L2View {
         }
         SPARE.set(next);
         out.extend_from_slice(b"]}}");
-        self.ends = ends;
+        self.begins = begins;
         self.fresh = false;
         self.frame = out.split().freeze();
         Some(self.frame.clone())
