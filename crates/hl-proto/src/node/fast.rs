@@ -99,7 +99,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A string without escapes or control characters, quotes included; its text.
-    #[inline]
+    #[inline(always)]
     fn str(&mut self) -> Option<&'a str> {
         self.lit(b"\"")?;
         let start = self.at;
@@ -128,7 +128,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// `null` or a string.
-    #[inline]
+    #[inline(always)]
     fn opt_str(&mut self) -> Option<Option<&'a str>> {
         if self.peek()? == b'n' {
             self.lit(b"null")?;
@@ -141,7 +141,7 @@ impl<'a> Cursor<'a> {
     /// An unsigned integer as JSON writes it (no leading zero) that fits a `u64`: eight
     /// digits a step ([`digits_in`], [`eight_digits`]) when the line has 16 more bytes and
     /// the number at most 16 digits (oids and timestamps: 12-13), else [`Cursor::u64_slow`].
-    #[inline]
+    #[inline(always)]
     fn u64(&mut self) -> Option<u64> {
         let at = self.at;
         let Some(chunk) = self.bytes.get(at..at + 16) else {
@@ -191,7 +191,7 @@ impl<'a> Cursor<'a> {
         Some(value)
     }
 
-    #[inline]
+    #[inline(always)]
     fn bool(&mut self) -> Option<bool> {
         match self.peek()? {
             b't' => self.lit(b"true").map(|()| true),
