@@ -17,6 +17,7 @@
 //! - `verify`: books rebuilt from files against a snapshot of the same height.
 //! - `info_client`: the start-up POST to the node's info server (I/O).
 //! - `server`: the engine thread, subscriptions and per-client queues, `/ws` and `/info` (I/O).
+//! - `sched`: opt-in real-time scheduling of the engine's threads (`--rt-priority`).
 
 pub mod books;
 pub mod coins;
@@ -24,6 +25,7 @@ pub mod follow;
 pub mod info_client;
 pub mod join;
 pub mod l2;
+pub mod sched;
 pub mod server;
 pub mod synth;
 pub mod verify;

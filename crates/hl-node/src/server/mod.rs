@@ -47,11 +47,15 @@ pub struct MetaDocs {
 pub struct ServeConfig {
     /// Frames a client may have queued before it is disconnected as too slow.
     pub queue: usize,
+    /// Run the engine thread (and the helper it starts) under `SCHED_FIFO` at this priority
+    /// (`--rt-priority`, see `crate::sched`); `start` fails with the reason when that is not
+    /// permitted. `None`: the normal class.
+    pub rt_priority: Option<u8>,
 }
 
 impl Default for ServeConfig {
     fn default() -> ServeConfig {
-        ServeConfig { queue: 4096 }
+        ServeConfig { queue: 4096, rt_priority: None }
     }
 }
 
@@ -99,7 +103,24 @@ pub fn start(
     let (tx, rx) = std::sync::mpsc::channel();
     std::fs::create_dir_all(data_dir)?;
     let watcher = watch(data_dir, tx.clone());
-    let thread = std::thread::Builder::new().name("hl-engine".into()).spawn(move || engine.run(rx))?;
+    let rt_priority = config.rt_priority;
+    let (class_tx, class_rx) = std::sync::mpsc::sync_channel(1);
+    let thread = std::thread::Builder::new().name("hl-engine".into()).spawn(move || {
+        let class = rt_priority.map_or(Ok(()), crate::sched::set_realtime);
+        let refused = class.is_err();
+        let _ = class_tx.send(class);
+        if !refused {
+            engine.run(rx);
+        }
+    })?;
+    match class_rx.recv() {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => {
+            let _ = thread.join();
+            return Err(std::io::Error::other(err));
+        }
+        Err(_) => return Err(std::io::Error::other("the engine thread ended before it started")),
+    }
     let state = Arc::new(AppState { engine: tx.clone(), next_id: AtomicU64::new(1), docs, config });
     let app = Router::new().route("/ws", get(ws_upgrade)).route("/info", post(info)).with_state(state);
     let listener = listener.tap_io(|tcp| {

@@ -34,6 +34,7 @@ use ticktrade_core::Utc;
 use ticktrade_hl_node::books::Books;
 use ticktrade_hl_node::follow::Follower;
 use ticktrade_hl_node::join::Stream;
+use ticktrade_hl_node::sched;
 use ticktrade_hl_node::server::engine::{Engine, EngineConfig, EngineMsg, PHASES};
 use ticktrade_hl_node::synth::writer::GenWriter;
 use ticktrade_hl_node::synth::{GenBlock, GenConfig, Generator};
@@ -65,6 +66,13 @@ pub struct Args {
     /// of each on its own thread like separate client processes.
     #[arg(long)]
     e2e_shared_runtime: bool,
+    /// Run the engine's threads under `SCHED_FIFO` at this priority (1-99; needs root or
+    /// CAP_SYS_NICE), as `ticktrade hl --rt-priority` does. Per-block runs: the thread driving
+    /// the engine switches to it for each block's poll and back after it (the generator between
+    /// blocks stays in the normal class), and the helper thread, started during the first block,
+    /// inherits it. End-to-end run: the server's engine thread and helper.
+    #[arg(long, value_name = "1-99", value_parser = clap::value_parser!(u8).range(1..=99))]
+    rt_priority: Option<u8>,
     #[command(flatten)]
     output: Output,
     #[arg(long, default_value_t = 7)]
@@ -129,6 +137,9 @@ struct PerBlock {
     /// With two threads: when the helper started its half of the decode and of the coins, and
     /// how far apart the two threads finished the coins.
     helper: String,
+    /// The three slowest timed blocks, each with its stages and size, to tell a heavier block
+    /// from a slower host (every stage up) or one late thread (one stage up).
+    slowest: String,
 }
 
 const WARMUP: u64 = 20;
@@ -160,7 +171,13 @@ fn per_block(args: &Args, tmp: &std::path::Path, threads: usize) -> anyhow::Resu
     for i in 0..warmup + args.blocks {
         let block = generator.next_block(Utc::from_nanos(T0_NS + i as i64 * 100_000_000));
         writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills])?;
+        if let Some(priority) = args.rt_priority {
+            sched::set_realtime(priority).context("--rt-priority")?;
+        }
         engine.poll_files();
+        if args.rt_priority.is_some() {
+            sched::set_normal().context("--rt-priority")?;
+        }
         let mut frames = 0;
         while rx.try_recv().is_ok() {
             frames += 1;
@@ -233,7 +250,27 @@ fn per_block(args: &Args, tmp: &std::path::Path, threads: usize) -> anyhow::Resu
         ticktrade_latency::Human(p.p99),
         h.count()
     );
+    let block_ns = stats.block_ns.get(warmup as usize..).unwrap_or(&[]);
+    let mut order: Vec<usize> = (0..block_ns.len()).collect();
+    order.sort_unstable_by_key(|&i| std::cmp::Reverse(block_ns[i]));
+    let slowest = order
+        .iter()
+        .take(3)
+        .map(|&i| {
+            let split = timed.get(i).map_or(String::new(), |p| {
+                p.iter().map(|&ns| ticktrade_latency::Human(ns).to_string()).collect::<Vec<_>>().join("/")
+            });
+            format!(
+                "{} ({split}; {} coins, {} views)",
+                ticktrade_latency::Human(block_ns[i]),
+                changed.get(i).copied().unwrap_or(0),
+                aggregated.get(i).copied().unwrap_or(0)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
     Ok(PerBlock {
+        slowest,
         hist,
         phases: sum.map(|s| s / n),
         phase_p99,
@@ -287,17 +324,25 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
     };
     let notes = format!(
         "hl block covers: both lines of the block in memory -> every l2Book frame queued (decode, apply to L4, L2 of changed coins x subscribed variants, encode, try_send); not the file read, not the socket writes (connection tasks)\n\
+         engine threads scheduled: {}\n\
          hl block: ticktrade on 1 thread, and on 2 (the engine's and one helper: the two lines decoded at once, then each takes the next changed coin until none is left); the e2e server runs the default ({} threads here)\n\
          ticktrade per block, stage mean, {default} thread(s): {}\n\
          ticktrade per block, stage p99 (each on its own), {default} thread(s): {}\n\
          ticktrade per block, stage mean, the other: {}; with 2 threads apply/l2/encode/queue are summed over both threads\n\
          2 threads, the helper started its half of {}\n\
+         slowest blocks, {default} thread(s) (decode/apply/l2/encode/queue; coins changed, views aggregated): {}\n\
          {} coins, {} l2Book subscriptions; per block: {:.0} statuses, {:.0} diffs, {:.1} coins changed ({:.0} views of theirs subscribed), {:.0} views aggregated (the others kept by the touched-range rule), {:.0} l2Book frames (ticktrade) vs {} (baseline); e2e: {} blocks every {} ms, {} frames\n",
+        match args.rt_priority {
+            Some(p) =>
+                format!("SCHED_FIFO priority {p} (--rt-priority; the baseline and the generator in the normal class)"),
+            None => "normal class (no --rt-priority)".to_owned(),
+        },
         EngineConfig::default_threads(),
         stages(main.phases),
         stages(main.phase_p99),
         stages(other.phases),
         two.helper,
+        main.slowest,
         args.coins,
         args.coins * 7,
         per(main.n_statuses),

@@ -62,6 +62,12 @@ pub struct Args {
     /// helper). Default: 2 when the machine has at least 2 CPUs, else 1.
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2))]
     pub threads: Option<u8>,
+    /// Run the engine's threads (not the connection tasks) under SCHED_FIFO at this priority,
+    /// so that no normal thread preempts a block half-way (needs root or CAP_SYS_NICE; off by
+    /// default: see docs/PERFORMANCE.md, "Tuning options"). They sleep between blocks; the
+    /// helper spins at most 400 µs after each pass over the files.
+    #[arg(long, value_name = "1-99", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub rt_priority: Option<u8>,
 }
 
 /// `$HOME/hl/data`, hl-node's own default.
@@ -165,8 +171,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     runtime.block_on(async move {
         let listener =
             tokio::net::TcpListener::bind(&args.listen).await.with_context(|| format!("binding {}", args.listen))?;
-        let server =
-            start(listener, engine, &start_state.data_dir, start_state.docs, ServeConfig { queue: args.queue })?;
+        let server = start(
+            listener,
+            engine,
+            &start_state.data_dir,
+            start_state.docs,
+            ServeConfig { queue: args.queue, rt_priority: args.rt_priority },
+        )?;
         println!(
             "ticktrade hl: snapshot at block {height}, {n_coins} coins; listening on ws://{}/ws and http://{}/info",
             server.addr, server.addr

@@ -188,10 +188,11 @@ pub fn run(args: &Args, dir: &Path) -> anyhow::Result<E2e> {
     let probe_subscription = r#"{"method":"subscribe","subscription":{"type":"l2Book","coin":"BTC"}}"#.to_owned();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let shared_runtime = args.e2e_shared_runtime;
+    let rt_priority = args.rt_priority;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let docs = MetaDocs { meta: "{}".into(), spot_meta: "{}".into() };
-        let server = start(listener, engine, dir, docs, ServeConfig { queue: 1 << 16 })?;
+        let server = start(listener, engine, dir, docs, ServeConfig { queue: 1 << 16, rt_priority })?;
         let url = format!("ws://{}/ws", server.addr);
         let written: Written = Arc::new(Mutex::new(HashMap::new()));
         // Clients on their own threads (the default), or, with `--e2e-shared-runtime`, as
