@@ -1,11 +1,12 @@
 //! The scheduling class of the calling thread: real-time FIFO for the engine's threads when the
 //! operator asks for it (`--rt-priority`), and back to the normal class.
 //!
-//! Owns: [`set_realtime`], [`set_normal`], [`current`]. Must not: be called on a path that runs
-//! per block (each call is a system call) or be on by default: a `SCHED_FIFO` thread that never
-//! sleeps starves every normal thread of its CPU (the kernel's real-time throttling, 95% of each
-//! second by default, is the only guard), so only threads that block between blocks (the
-//! engine's, woken by file notifications) should run with it.
+//! Owns: [`set_realtime`], [`set_normal`], [`current`]. Must not: be called inside a block's
+//! work (each call is a system call; `bench hl` switches around each block's poll, outside the
+//! timed region) or be on by default: a `SCHED_FIFO` thread that never sleeps starves every
+//! normal thread of its CPU (the kernel's real-time throttling, 95% of each second by default,
+//! is the only guard), so only threads that block between blocks (the engine's, woken by file
+//! notifications) should run with it.
 //!
 //! Why it exists: on a shared 2-vCPU host, a block runs on both CPUs, and any other runnable
 //! thread that the normal scheduler puts on one of them stalls that half of the block for a
@@ -47,9 +48,6 @@ mod imp {
     };
 
     pub fn set_realtime(priority: u8) -> Result<(), SchedError> {
-        if !(1..=99).contains(&priority) {
-            return Err(SchedError::Range(priority));
-        }
         let value = ThreadPriorityValue::try_from(priority).map_err(|_| SchedError::Range(priority))?;
         set_thread_priority_and_policy(
             thread_native_id(),
@@ -85,10 +83,7 @@ mod imp {
 mod imp {
     use super::{Class, SchedError};
 
-    pub fn set_realtime(priority: u8) -> Result<(), SchedError> {
-        if !(1..=99).contains(&priority) {
-            return Err(SchedError::Range(priority));
-        }
+    pub fn set_realtime(_priority: u8) -> Result<(), SchedError> {
         Err(SchedError::Unsupported)
     }
 
@@ -104,6 +99,9 @@ mod imp {
 /// Switches the calling thread to `SCHED_FIFO` at `priority` (1..=99). Threads it creates
 /// afterwards inherit the class.
 pub fn set_realtime(priority: u8) -> Result<(), SchedError> {
+    if !(1..=99).contains(&priority) {
+        return Err(SchedError::Range(priority));
+    }
     imp::set_realtime(priority)
 }
 
