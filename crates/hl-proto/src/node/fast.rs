@@ -9,6 +9,12 @@
 //! as it was) so the caller decodes the line with [`super::TypedBatch`]/[`super::Batch`]. Giving
 //! up is always safe; only a line it fully understands is taken from here.
 //!
+//! Most orders are plain limit orders, and most strings of a field have one length (addresses,
+//! hashes, times, cloids): those parts are matched first as one literal of words
+//! (`PLAIN_MIDDLE`, `LIMIT_MIDDLE`, `NO_HASH_NO_BUILDER`) or as a string of the expected
+//! length (`Cursor::exact_str_span`), whose checks do not wait for each other; when they do
+//! not match, the field-by-field walk reads the same bytes, so what is accepted is unchanged.
+//!
 //! Values the books do not use (`hash`, `builder`, `children`) are skipped by a strict, small
 //! validator that accepts a subset of JSON (strings without escapes, integers, literals, arrays
 //! and objects of those) and gives up on the rest.
@@ -74,6 +80,33 @@ fn eight_digits(x: u64) -> u64 {
 
 const POW10: [u64; 8] = [1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000];
 
+/// The little-endian word of the eight bytes of `bytes` from `at` (the caller checked that
+/// they are there).
+#[inline(always)]
+fn word(bytes: &[u8], at: usize) -> u64 {
+    let mut w = [0; 8];
+    w.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// The bytes that follow an order's `timestamp` when it is a plain limit order (what nearly
+/// every order is: hl-node writes these six fields so for all but trigger orders), up to the
+/// value of `reduceOnly`. Matched in one comparison of words, whose loads do not wait for
+/// each other, instead of six fields one after the other.
+const PLAIN_MIDDLE: [u8; 112] =
+    *br#","triggerCondition":"N/A","isTrigger":false,"triggerPx":"0.0","children":[],"isPositionTpsl":false,"reduceOnly":"#;
+
+/// [`PLAIN_MIDDLE`] of an order that does not only reduce, of type `Limit` (nearly all), up
+/// to the value of `origSz`.
+const LIMIT_MIDDLE: [u8; 147] = *br#","triggerCondition":"N/A","isTrigger":false,"triggerPx":"0.0","children":[],"isPositionTpsl":false,"reduceOnly":false,"orderType":"Limit","origSz":"#;
+
+/// What follows a status's `user` when it has neither hash nor builder (all statuses but
+/// `open` ones, nearly), up to the value of `status`.
+const NO_HASH_NO_BUILDER: [u8; 37] = *br#","hash":null,"builder":null,"status":"#;
+
+/// What follows a status's `hash` when it has no builder, up to the value of `status`.
+const NO_BUILDER: [u8; 25] = *br#","builder":null,"status":"#;
+
 impl<'a> Cursor<'a> {
     fn new(text: &'a str) -> Cursor<'a> {
         Cursor { text, bytes: text.as_bytes(), at: 0 }
@@ -96,6 +129,96 @@ impl<'a> Cursor<'a> {
         } else {
             None
         }
+    }
+
+    /// Consumes exactly `lit` when the line has it here, comparing eight bytes a step (the
+    /// last step overlapping the one before) and deciding once at the end: for long literals,
+    /// where [`Cursor::lit`]'s array comparison becomes a call.
+    #[inline(always)]
+    fn long_lit<const N: usize>(&mut self, lit: &[u8; N]) -> Option<()> {
+        const { assert!(N >= 8) };
+        let got = self.bytes.get(self.at..self.at.checked_add(N)?)?;
+        let mut diff = 0;
+        let mut i = 0;
+        while i + 8 < N {
+            diff |= word(got, i) ^ word(lit, i);
+            i += 8;
+        }
+        diff |= word(got, N - 8) ^ word(lit, N - 8);
+        if diff == 0 {
+            self.at += N;
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// The span (quotes excluded) of a string of exactly `N` bytes without escapes or control
+    /// characters at the cursor, and the cursor after it; `None` (cursor unchanged) when the
+    /// string here is of another length, or is not one of those. Its checks do not wait for
+    /// each other, where [`Cursor::str`] finds the end a step at a time: for the strings that
+    /// nearly always have one length (addresses, hashes, times, cloids).
+    #[inline(always)]
+    fn exact_str_span<const N: usize>(&mut self) -> Option<(usize, usize)> {
+        let start = self.at.checked_add(1)?;
+        let end = start + N;
+        // The opening quote, the N bytes and the closing quote; at least 8 bytes from `start`.
+        let window = self.bytes.get(self.at..(end + 1).max(start + 8))?;
+        if window[0] != b'"' || window[N + 1] != b'"' {
+            return None;
+        }
+        let hit = if N < 8 {
+            special_in(word(window, 1)) & ((1u64 << (8 * N)) - 1)
+        } else {
+            let mut hit = 0;
+            let mut i = 1;
+            while i + 8 < N + 1 {
+                hit |= special_in(word(window, i));
+                i += 8;
+            }
+            hit | special_in(word(window, N + 1 - 8))
+        };
+        if hit != 0 {
+            return None;
+        }
+        self.at = end + 1;
+        Some((start, end))
+    }
+
+    /// [`Cursor::str`], trying first a string of exactly `N` bytes ([`Cursor::exact_str_span`]).
+    #[inline(always)]
+    fn str_of<const N: usize>(&mut self) -> Option<&'a str> {
+        match self.exact_str_span::<N>() {
+            Some((start, end)) => self.text.get(start..end),
+            None => self.str(),
+        }
+    }
+
+    /// Walks a string as [`Cursor::str`] accepts it, trying first one of exactly `N` bytes,
+    /// keeping nothing.
+    #[inline(always)]
+    fn skip_str_of<const N: usize>(&mut self) -> Option<()> {
+        match self.exact_str_span::<N>() {
+            Some(_) => Some(()),
+            None => self.str().map(drop),
+        }
+    }
+
+    /// `null` or [`Cursor::str_of`].
+    #[inline(always)]
+    fn opt_str_of<const N: usize>(&mut self) -> Option<Option<&'a str>> {
+        if self.peek()? == b'n' {
+            self.lit(b"null")?;
+            Some(None)
+        } else {
+            self.str_of::<N>().map(Some)
+        }
+    }
+
+    /// `null` or [`Cursor::skip_str_of`].
+    #[inline(always)]
+    fn skip_opt_str_of<const N: usize>(&mut self) -> Option<()> {
+        if self.peek()? == b'n' { self.lit(b"null") } else { self.skip_str_of::<N>() }
     }
 
     /// A string without escapes or control characters, quotes included; its text.
@@ -289,7 +412,7 @@ impl<'a> Cursor<'a> {
         self.lit(b"{\"coin\":")?;
         let coin = self.str()?;
         self.lit(b",\"side\":")?;
-        let side = self.str()?;
+        let side = self.str_of::<1>()?;
         self.lit(b",\"limitPx\":")?;
         let limit_px = self.str()?;
         self.lit(b",\"sz\":")?;
@@ -298,26 +421,38 @@ impl<'a> Cursor<'a> {
         let oid = self.u64()?;
         self.lit(b",\"timestamp\":")?;
         let timestamp = self.u64()?;
-        self.lit(b",\"triggerCondition\":")?;
-        let trigger_condition = self.str()?;
-        self.lit(b",\"isTrigger\":")?;
-        let is_trigger = self.bool()?;
-        self.lit(b",\"triggerPx\":")?;
-        let trigger_px = self.str()?;
-        self.lit(b",\"children\":")?;
-        self.skip(0)?;
-        self.lit(b",\"isPositionTpsl\":")?;
-        let is_position_tpsl = self.bool()?;
-        self.lit(b",\"reduceOnly\":")?;
-        let reduce_only = self.bool()?;
-        self.lit(b",\"orderType\":")?;
-        let order_type = self.str()?;
-        self.lit(b",\"origSz\":")?;
+        let limit = self.long_lit(&LIMIT_MIDDLE).is_some();
+        let (trigger_condition, is_trigger, trigger_px, is_position_tpsl, reduce_only, order_type) = if limit {
+            ("N/A", false, "0.0", false, false, "Limit")
+        } else {
+            let (trigger_condition, is_trigger, trigger_px, is_position_tpsl) =
+                if self.long_lit(&PLAIN_MIDDLE).is_some() {
+                    ("N/A", false, "0.0", false)
+                } else {
+                    self.lit(b",\"triggerCondition\":")?;
+                    let trigger_condition = self.str()?;
+                    self.lit(b",\"isTrigger\":")?;
+                    let is_trigger = self.bool()?;
+                    self.lit(b",\"triggerPx\":")?;
+                    let trigger_px = self.str()?;
+                    self.lit(b",\"children\":")?;
+                    self.skip(0)?;
+                    self.lit(b",\"isPositionTpsl\":")?;
+                    let is_position_tpsl = self.bool()?;
+                    self.lit(b",\"reduceOnly\":")?;
+                    (trigger_condition, is_trigger, trigger_px, is_position_tpsl)
+                };
+            let reduce_only = self.bool()?;
+            self.lit(b",\"orderType\":")?;
+            let order_type = self.str_of::<5>()?;
+            self.lit(b",\"origSz\":")?;
+            (trigger_condition, is_trigger, trigger_px, is_position_tpsl, reduce_only, order_type)
+        };
         let orig_sz = self.opt_str()?;
         self.lit(b",\"tif\":")?;
-        let tif = self.opt_str()?;
+        let tif = self.opt_str_of::<3>()?;
         self.lit(b",\"cloid\":")?;
-        let cloid = self.opt_str()?;
+        let cloid = self.opt_str_of::<34>()?;
         self.lit(b"}")?;
         Some(NodeOrder {
             coin: Cow::Borrowed(coin),
@@ -345,7 +480,7 @@ impl<'a> Cursor<'a> {
         self.lit(b"{\"coin\":")?;
         self.str()?;
         self.lit(b",\"side\":")?;
-        self.str()?;
+        self.skip_str_of::<1>()?;
         self.lit(b",\"limitPx\":")?;
         self.str()?;
         self.lit(b",\"sz\":")?;
@@ -354,26 +489,30 @@ impl<'a> Cursor<'a> {
         self.u64()?;
         self.lit(b",\"timestamp\":")?;
         self.u64()?;
-        self.lit(b",\"triggerCondition\":")?;
-        self.str()?;
-        self.lit(b",\"isTrigger\":")?;
-        self.bool()?;
-        self.lit(b",\"triggerPx\":")?;
-        self.str()?;
-        self.lit(b",\"children\":")?;
-        self.skip(0)?;
-        self.lit(b",\"isPositionTpsl\":")?;
-        self.bool()?;
-        self.lit(b",\"reduceOnly\":")?;
-        self.bool()?;
-        self.lit(b",\"orderType\":")?;
-        self.str()?;
-        self.lit(b",\"origSz\":")?;
+        if self.long_lit(&LIMIT_MIDDLE).is_none() {
+            if self.long_lit(&PLAIN_MIDDLE).is_none() {
+                self.lit(b",\"triggerCondition\":")?;
+                self.str()?;
+                self.lit(b",\"isTrigger\":")?;
+                self.bool()?;
+                self.lit(b",\"triggerPx\":")?;
+                self.str()?;
+                self.lit(b",\"children\":")?;
+                self.skip(0)?;
+                self.lit(b",\"isPositionTpsl\":")?;
+                self.bool()?;
+                self.lit(b",\"reduceOnly\":")?;
+            }
+            self.bool()?;
+            self.lit(b",\"orderType\":")?;
+            self.skip_str_of::<5>()?;
+            self.lit(b",\"origSz\":")?;
+        }
         self.opt_str()?;
         self.lit(b",\"tif\":")?;
-        self.opt_str()?;
+        self.skip_opt_str_of::<3>()?;
         self.lit(b",\"cloid\":")?;
-        self.opt_str()?;
+        self.skip_opt_str_of::<34>()?;
         self.lit(b"}")
     }
 
@@ -381,14 +520,21 @@ impl<'a> Cursor<'a> {
     /// walked, not kept).
     fn status(&mut self, all: bool) -> Option<Option<OrderStatus<'a>>> {
         self.lit(b"{\"time\":")?;
-        let time = self.str()?;
+        let time = self.str_of::<29>()?;
         self.lit(b",\"user\":")?;
-        let user = self.str()?;
-        self.lit(b",\"hash\":")?;
-        self.skip(0)?;
-        self.lit(b",\"builder\":")?;
-        self.skip(0)?;
-        self.lit(b",\"status\":")?;
+        let user = self.str_of::<42>()?;
+        if self.long_lit(&NO_HASH_NO_BUILDER).is_none() {
+            self.lit(b",\"hash\":")?;
+            match self.peek()? {
+                b'"' => self.skip_str_of::<66>()?,
+                _ => self.skip(0)?,
+            }
+            if self.long_lit(&NO_BUILDER).is_none() {
+                self.lit(b",\"builder\":")?;
+                self.skip(0)?;
+                self.lit(b",\"status\":")?;
+            }
+        }
         let status = self.str()?;
         self.lit(b",\"order\":")?;
         if !all && !status_may_rest(status) {
@@ -403,13 +549,13 @@ impl<'a> Cursor<'a> {
 
     fn diff(&mut self) -> Option<BookDiff<'a>> {
         self.lit(b"{\"user\":")?;
-        let user = self.str()?;
+        let user = self.str_of::<42>()?;
         self.lit(b",\"oid\":")?;
         let oid = self.u64()?;
         self.lit(b",\"coin\":")?;
         let coin = self.str()?;
         self.lit(b",\"side\":")?;
-        let side = self.str()?;
+        let side = self.str_of::<1>()?;
         self.lit(b",\"px\":")?;
         let px = self.str()?;
         self.lit(b",\"raw_book_diff\":")?;

@@ -252,3 +252,165 @@ fn numbers_read_eight_digits_a_step_as_one_at_a_time() {
         }
     }
 }
+
+/// The fixed-length string check against the scan, for every expected length around the
+/// real one and every special byte (quote, backslash, control) at every position of the
+/// string, at the end of a line and not: it takes a string only when the scan reads the same
+/// one, and leaves the cursor where it was when it does not.
+#[test]
+fn fixed_length_strings_read_as_the_scan() {
+    fn check<const N: usize>(text: &str) {
+        let (mut fixed, mut scan) = (Cursor::new(text), Cursor::new(text));
+        let want = scan.str().map(|s| (s, scan.at));
+        match fixed.exact_str_span::<N>() {
+            Some((start, end)) => {
+                assert_eq!(Some((&text[start..end], fixed.at)), want, "{text:?} as {N}");
+                assert_eq!(end - start, N);
+            }
+            None => assert_eq!(fixed.at, 0, "{text:?}"),
+        }
+        let mut of = Cursor::new(text);
+        assert_eq!(of.str_of::<N>().map(|s| (s, of.at)), want, "{text:?} as {N}");
+        let mut skip = Cursor::new(text);
+        assert_eq!(skip.skip_str_of::<N>().map(|()| skip.at), want.map(|w| w.1), "{text:?} as {N}");
+    }
+    for len in 0..=70 {
+        let body: String = (0..len).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let mut texts = vec![format!("\"{body}\""), format!("\"{body}\",\"x\":1234567890123}}"), format!("\"{body}")];
+        for at in 0..len {
+            for special in ['"', '\\', '\u{1}', '\u{1f}', 'é'] {
+                let mut b: Vec<char> = body.chars().collect();
+                b[at] = special;
+                let b: String = b.into_iter().collect();
+                texts.push(format!("\"{b}\""));
+                texts.push(format!("\"{b}\",\"tif\":null,\"cloid\":null}}"));
+            }
+        }
+        for text in &texts {
+            check::<1>(text);
+            check::<3>(text);
+            check::<5>(text);
+            check::<7>(text);
+            check::<8>(text);
+            check::<9>(text);
+            check::<29>(text);
+            check::<34>(text);
+            check::<42>(text);
+            check::<66>(text);
+        }
+    }
+}
+
+/// A long literal read a word at a time: taken exactly when the bytes are equal, whichever
+/// byte differs, and not past the end of the line.
+#[test]
+fn the_plain_middle_is_read_only_when_every_byte_matches() {
+    let text = format!("{}true,", std::str::from_utf8(&PLAIN_MIDDLE).unwrap());
+    let mut c = Cursor::new(&text);
+    assert_eq!(c.long_lit(&PLAIN_MIDDLE), Some(()));
+    assert_eq!(c.at, PLAIN_MIDDLE.len());
+    for at in 0..PLAIN_MIDDLE.len() {
+        let mut bytes = text.clone().into_bytes();
+        bytes[at] ^= 0x01;
+        let other = String::from_utf8(bytes).unwrap();
+        let mut c = Cursor::new(&other);
+        assert_eq!(c.long_lit(&PLAIN_MIDDLE), None, "byte {at}");
+        assert_eq!(c.at, 0);
+        let short = &text[..PLAIN_MIDDLE.len() - 1 - at % 8];
+        assert_eq!(Cursor::new(short).long_lit(&PLAIN_MIDDLE), None);
+    }
+}
+
+/// Every byte of an order's plain middle, of the strings read at a fixed length (time,
+/// user, hash, side, orderType, tif, cloid) and of their neighbours changed to each byte of
+/// JSON's structure, a digit, a letter, a space or an escape, in a status that may rest and
+/// in one that cannot: both decoders still agree (or the fast path gives up).
+#[test]
+fn mutations_of_the_fixed_parts_never_disagree() {
+    let line = minify(&example("node_order_statuses_by_block.line.trimmed.json"));
+    let hashed = line.replacen("\"hash\":null", &format!("\"hash\":\"0x{}\"", "ab".repeat(32)), 1);
+    let middle = std::str::from_utf8(&PLAIN_MIDDLE).unwrap();
+    let first = line.find(middle).unwrap();
+    let open = line.find("\"status\":\"open\"").unwrap();
+    let second = open + line[open..].find(middle).unwrap();
+    let limit = LIMIT_MIDDLE.len();
+    let mut ranges = vec![(first - 20, first + limit + 8), (second - 20, second + limit + 8)];
+    let fields = [
+        "\"time\":",
+        "\"user\":",
+        "\"hash\":",
+        "\"builder\":",
+        "\"side\":",
+        "\"orderType\":",
+        "\"tif\":",
+        "\"cloid\":",
+    ];
+    for field in fields {
+        for (at, _) in line.match_indices(field) {
+            ranges.push((at + field.len() - 2, (at + field.len() + 48).min(line.len())));
+        }
+    }
+    let mut taken = 0;
+    for (from, to) in ranges {
+        for at in from..to {
+            for b in *b"{}[]\",:0a \\\x01" {
+                let mut bytes = line.clone().into_bytes();
+                bytes[at] = b;
+                let Ok(text) = String::from_utf8(bytes) else { continue };
+                taken += usize::from(check_statuses(&text));
+            }
+        }
+    }
+    let at = hashed.find("\"hash\":\"").unwrap();
+    for at in at..at + 80 {
+        for b in *b"{}\",:0a \\\x01" {
+            let mut bytes = hashed.clone().into_bytes();
+            bytes[at] = b;
+            taken += usize::from(check_statuses(&String::from_utf8(bytes).unwrap()));
+        }
+    }
+    // Orders past the plain middle but not of the plain limit kind, or of neither, in both
+    // kinds of status: each read as the general decoder reads it.
+    for (from, to) in [
+        ("\"reduceOnly\":false", "\"reduceOnly\":true"),
+        ("\"orderType\":\"Limit\"", "\"orderType\":\"Stop Market\""),
+        ("\"orderType\":\"Limit\"", "\"orderType\":\"Limi\""),
+        ("\"isTrigger\":false", "\"isTrigger\":true"),
+        ("\"triggerCondition\":\"N/A\"", "\"triggerCondition\":\"Price below 5\""),
+        ("\"children\":[]", "\"children\":[null]"),
+        ("\"hash\":null", "\"hash\":[]"),
+        ("\"builder\":null", "\"builder\":{\"b\":\"0x1\",\"f\":1}"),
+    ] {
+        for text in [&line, &hashed] {
+            let n = text.matches(from).count();
+            assert!(n >= 1, "{from}");
+            for i in 0..n {
+                let at = text.match_indices(from).nth(i).unwrap().0;
+                let changed = format!("{}{to}{}", &text[..at], &text[at + from.len()..]);
+                assert!(check_statuses(&changed), "{changed}");
+            }
+        }
+    }
+    // Most of the changes inside strings are still hl-node's shape, and taken.
+    assert!(taken > 500, "{taken}");
+}
+
+/// The diffs' fixed-length strings (user, side) changed byte by byte: both decoders agree.
+#[test]
+fn mutations_of_a_diffs_fixed_strings_never_disagree() {
+    let line = minify(&example("node_raw_book_diffs_by_block.line.json"));
+    assert!(check_diffs(&line));
+    let mut taken = 0;
+    for field in ["\"user\":", "\"side\":"] {
+        for (at, _) in line.match_indices(field) {
+            for at in at + field.len() - 2..(at + field.len() + 46).min(line.len()) {
+                for b in *b"{}\",:0a \\\x01" {
+                    let mut bytes = line.clone().into_bytes();
+                    bytes[at] = b;
+                    taken += usize::from(check_diffs(&String::from_utf8(bytes).unwrap()));
+                }
+            }
+        }
+    }
+    assert!(taken > 100, "{taken}");
+}
