@@ -263,7 +263,7 @@ fn a_client_that_does_not_read_is_disconnected_with_a_reason() {
         let text = json!({"method": "subscribe", "subscription": {"type": "l4Book", "coin": coin}}).to_string();
         engine.handle(EngineMsg::Request { id: 1, message: ClientMessage::parse(&text).unwrap(), text });
     }
-    assert!(killed.try_recv().is_err(), "four frames fit");
+    assert!(killed.try_recv().is_err(), "four items fit");
     assert_eq!(engine.n_clients(), 1);
     write_blocks(&mut generator, &mut writer, 2);
     engine.poll_files();
@@ -272,6 +272,50 @@ fn a_client_that_does_not_read_is_disconnected_with_a_reason() {
     assert_eq!(engine.n_clients(), 0, "its subscriptions are gone");
     // The other clients' blocks keep flowing: the engine is at the node's height.
     assert_eq!(engine.books().height(), generator.height());
+}
+
+/// The queue bound counts items, and a coin's `l2Book` frames for a client are one item: a
+/// client on the seven variants of BTC (an ack and a frame each: 14 items) with room for 16
+/// holds two blocks of BTC updates (one item each, however many variants changed), is
+/// disconnected on the third, and is told why.
+#[test]
+fn a_slow_clients_queue_counts_a_coins_l2_frames_as_one_item() {
+    use ticktrade_hl_node::server::engine::EngineMsg;
+    use ticktrade_hl_proto::ws::ClientMessage;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut generator = generator(20, 600);
+    let mut writer = GenWriter::new(tmp.path());
+    let mut engine = engine(tmp.path(), &generator);
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let (kill, mut killed) = tokio::sync::oneshot::channel();
+    engine.handle(EngineMsg::Connect { id: 1, tx, kill });
+    for (sig, m) in VARIANTS {
+        let text = json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC", "nSigFigs": sig, "mantissa": m}})
+            .to_string();
+        engine.handle(EngineMsg::Request { id: 1, message: ClientMessage::parse(&text).unwrap(), text });
+    }
+    let mut n_blocks = 0;
+    let reason = loop {
+        if let Ok(reason) = killed.try_recv() {
+            break reason;
+        }
+        assert!(n_blocks < 3, "still connected after {n_blocks} blocks");
+        write_blocks(&mut generator, &mut writer, 1);
+        engine.poll_files();
+        n_blocks += 1;
+    };
+    assert_eq!(n_blocks, 3, "two blocks fit");
+    assert!(reason.starts_with("slow client: 16 queue items unread"), "{reason}");
+    assert_eq!(engine.n_clients(), 0);
+    // What it had: 14 one-frame items, then two blocks of BTC's changed variants (more than
+    // one frame in at least one of them).
+    let mut items = Vec::new();
+    while let Ok(item) = rx.try_recv() {
+        items.push(item.len());
+    }
+    assert_eq!(items.len(), 16, "{items:?}");
+    assert!(items[..14].iter().all(|&n| n == 1) && items[14..].iter().all(|&n| (1..=7).contains(&n)), "{items:?}");
+    assert!(items[14] + items[15] > 2, "{items:?}");
 }
 
 #[test]
@@ -294,8 +338,10 @@ fn subscribers_of_a_coin_that_goes_stale_are_told() {
     writer.write_block(&block, order(0)).unwrap();
     engine.poll_files();
     let mut frames = Vec::new();
-    while let Ok(t) = rx.try_recv() {
-        frames.push(serde_json::from_slice::<Value>(&t).unwrap_or(Value::Null));
+    while let Ok(item) = rx.try_recv() {
+        for t in item.frames() {
+            frames.push(serde_json::from_slice::<Value>(t).unwrap_or(Value::Null));
+        }
     }
     let errors: Vec<&Value> = frames.iter().filter(|f| f["channel"] == "error").collect();
     assert_eq!(errors.len(), 1, "{frames:?}");

@@ -63,7 +63,7 @@ mod requests;
 
 use lane::{BlockCtx, CoinJob, Lane, ViewSlot, slot_at};
 
-use super::publish::{ClientId, L2Key, Subscribers};
+use super::publish::{ClientId, L2Key, Outbound, Subscribers};
 use crate::books::{BlockPlan, Books};
 use crate::coins::CoinId;
 use crate::follow::Follower;
@@ -110,8 +110,8 @@ pub enum EngineMsg {
     Files,
     Connect {
         id: ClientId,
-        /// Text frames for the connection's writer.
-        tx: mpsc::Sender<Bytes>,
+        /// Text frames for the connection's writer (items of one or more frames).
+        tx: mpsc::Sender<Outbound>,
         kill: oneshot::Sender<String>,
     },
     Request {

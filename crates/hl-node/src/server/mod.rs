@@ -3,8 +3,9 @@
 //!
 //! Owns: accepting connections (axum; the WebSocket itself is yawc's, which negotiates
 //! permessage-deflate when the client offers it), one reader and one writer task per
-//! connection, the bounded outbound queue per client (the writer sends every frame queued
-//! and flushes once), and the watcher (notify, recursive on the data
+//! connection, the bounded outbound queue per client (items of one frame, or of a coin's
+//! `l2Book` frames: `publish::Outbound`; the writer sends every frame queued, each item's
+//! frames as separate text frames in order, and flushes once), and the watcher (notify, recursive on the data
 //! directory) with the engine's polling interval as the fallback.
 //! Must not: touch books (the engine thread does) or answer before the books are loaded (the
 //! engine is built from a loaded snapshot before `start` is called).
@@ -34,6 +35,7 @@ use ticktrade_hl_proto::info::{InfoRequest, Meta, deserialize_error, meta_for_de
 use ticktrade_hl_proto::ws::{ClientMessage, errors};
 
 use engine::{Engine, EngineMsg};
+use publish::Outbound;
 
 /// The `meta` and `spotMeta` documents served verbatim by `/info`.
 #[derive(Clone, Debug)]
@@ -45,7 +47,9 @@ pub struct MetaDocs {
 /// Server options.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
-    /// Frames a client may have queued before it is disconnected as too slow.
+    /// Queue items a client may have unread before it is disconnected as too slow. An item is
+    /// one frame, or up to `publish::BATCH` (8) `l2Book` frames of one coin (a client's frames
+    /// of a coin in one block).
     pub queue: usize,
     /// Run the engine thread (and the helper it starts) under `SCHED_FIFO` at this priority
     /// (`--rt-priority`, see `crate::sched`); `start` fails with the reason when that is not
@@ -191,12 +195,12 @@ async fn ws_upgrade(State(state): State<Arc<AppState>>, ws: IncomingUpgrade) -> 
     }
 }
 
-/// Most frames written before one flush.
+/// Frames written before one flush, at most (the item that reaches it is written whole).
 const WRITE_BATCH: usize = 256;
 
 async fn connection(socket: HttpWebSocket, state: Arc<AppState>) {
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
-    let (tx, mut rx) = mpsc::channel::<Bytes>(state.config.queue);
+    let (tx, mut rx) = mpsc::channel::<Outbound>(state.config.queue);
     let (kill_tx, mut kill_rx) = oneshot::channel::<String>();
     if state.engine.send(EngineMsg::Connect { id, tx: tx.clone(), kill: kill_tx }).is_err() {
         return;
@@ -213,13 +217,21 @@ async fn connection(socket: HttpWebSocket, state: Arc<AppState>) {
                 }
                 msg = rx.recv() => match msg {
                     Some(first) => {
-                        // Everything already queued goes out with one flush.
-                        let mut failed = sink.feed(Frame::text(first)).await.is_err();
-                        let mut n = 1;
-                        while !failed && n < WRITE_BATCH {
-                            let Ok(next) = rx.try_recv() else { break };
-                            failed = sink.feed(Frame::text(next)).await.is_err();
-                            n += 1;
+                        // Everything already queued goes out with one flush (up to
+                        // `WRITE_BATCH` frames), each item's frames in order.
+                        let (mut item, mut n, mut failed) = (Some(first), 0, false);
+                        while let Some(frames) = item.take() {
+                            n += frames.len();
+                            for frame in frames.into_frames() {
+                                if sink.feed(Frame::text(frame)).await.is_err() {
+                                    failed = true;
+                                    break;
+                                }
+                            }
+                            if failed || n >= WRITE_BATCH {
+                                break;
+                            }
+                            item = rx.try_recv().ok();
                         }
                         if failed || sink.flush().await.is_err() {
                             break;
@@ -241,7 +253,7 @@ async fn connection(socket: HttpWebSocket, state: Arc<AppState>) {
         };
         match ClientMessage::parse(text) {
             Ok(ClientMessage::Ping) => {
-                let _ = tx.try_send(Bytes::from_static(br#"{"channel":"pong"}"#));
+                let _ = tx.try_send(Outbound::one(Bytes::from_static(br#"{"channel":"pong"}"#)));
             }
             Ok(message) => {
                 if state.engine.send(EngineMsg::Request { id, message, text: text.to_owned() }).is_err() {
@@ -250,7 +262,7 @@ async fn connection(socket: HttpWebSocket, state: Arc<AppState>) {
             }
             Err(_) => {
                 let frame = ticktrade_hl_proto::ws::error_frame(&errors::parse(text));
-                let _ = tx.try_send(Bytes::from(frame));
+                let _ = tx.try_send(Outbound::one(Bytes::from(frame)));
             }
         }
     }

@@ -179,8 +179,8 @@ fn per_block(args: &Args, tmp: &std::path::Path, threads: usize) -> anyhow::Resu
             sched::set_normal().context("--rt-priority")?;
         }
         let mut frames = 0;
-        while rx.try_recv().is_ok() {
-            frames += 1;
+        while let Ok(item) = rx.try_recv() {
+            frames += item.len() as u64;
         }
         if i >= warmup {
             n_frames += frames;

@@ -52,7 +52,8 @@ pub struct Args {
     /// Relay the node's lines to every client instead of keeping books.
     #[arg(long)]
     pub raw: bool,
-    /// Frames a client may have queued before it is disconnected as too slow.
+    /// Queue items a client may have unread before it is disconnected as too slow (an item: one
+    /// message, or up to 8 l2Book messages of one coin, a client's of one block).
     #[arg(long, default_value_t = 4096)]
     pub queue: usize,
     /// Polling fallback interval (file notifications normally wake the server at once).

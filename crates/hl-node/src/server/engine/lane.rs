@@ -82,6 +82,9 @@ pub(super) struct Lane {
     /// writes every block: the top of `aggregate_units` and of the encoder in perf).
     pub(super) pool: Vec<[Vec<UnitLevel>; 2]>,
     pub(super) frames: Vec<Bytes>,
+    /// Per coin being published: each frame with the client and key position it goes to, to
+    /// be queued as one item per client (`Lane::queue`).
+    pub(super) batch: Vec<(ClientId, u32, Bytes)>,
     /// Coins whose diffs could not be applied (now stale), for the engine thread to report.
     pub(super) errors: Vec<(CoinId, ApplyError)>,
     /// Frames a client's queue refused, for the engine thread to disconnect it.
@@ -108,6 +111,7 @@ impl Lane {
             fulls: Vec::with_capacity(4),
             pool: Vec::new(),
             frames: Vec::with_capacity(16),
+            batch: Vec::with_capacity(16),
             errors: Vec::new(),
             undelivered: Vec::new(),
             n_coins: 0,

@@ -18,7 +18,7 @@ fn generated_engine(
     dir: &std::path::Path,
     read_limit: u64,
     threads: usize,
-) -> (Generator, Engine, mpsc::Receiver<Bytes>, oneshot::Receiver<String>) {
+) -> (Generator, Engine, mpsc::Receiver<Outbound>, oneshot::Receiver<String>) {
     let generator = Generator::new(&GenConfig { n_coins: 12, orders_per_block: 300, ..GenConfig::default() });
     let (meta, spot) = generator.meta_json();
     let meta: Meta = serde_json::from_str(&meta).unwrap();
@@ -74,7 +74,7 @@ fn skipped_views_equal_a_full_recompute(threads: usize) {
         // Every frame is of this block (a view sharing its full-precision twin's frame must
         // not send the twin's older one).
         let time = format!("\"time\":{},", engine.books.time().as_millis());
-        while let Ok(frame) = rx.try_recv() {
+        for frame in queued(&mut rx) {
             let frame = std::str::from_utf8(&frame).unwrap();
             assert!(frame.contains(&time), "block {i}: {}", &frame[..frame.len().min(120)]);
         }
@@ -137,7 +137,7 @@ fn every_frame_is_built_from_its_coins_whole(threads: usize) {
         writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills]).unwrap();
         engine.poll_files();
         let mut seen = HashSet::new();
-        while let Ok(frame) = rx.try_recv() {
+        for frame in queued(&mut rx) {
             let frame: serde_json::Value = serde_json::from_slice(&frame).unwrap();
             assert_eq!(frame["channel"], "l2Book");
             let name = frame["data"]["coin"].as_str().unwrap().to_owned();
@@ -184,6 +184,17 @@ fn one_poll_catches_up_in_bounded_reads() {
     while rx.try_recv().is_ok() {}
 }
 
+/// Every frame queued for a client so far, in order (each item's frames in order; an item is
+/// never empty).
+fn queued(rx: &mut mpsc::Receiver<Outbound>) -> Vec<Bytes> {
+    let mut frames = Vec::new();
+    while let Ok(item) = rx.try_recv() {
+        assert!(!item.is_empty(), "an item without frames");
+        frames.extend(item.into_frames());
+    }
+    frames
+}
+
 /// Sends client `id`'s `subscribe` request for `subscription`, as its text would arrive.
 fn subscribe(engine: &mut Engine, id: ClientId, subscription: serde_json::Value) {
     let text = serde_json::json!({"method": "subscribe", "subscription": subscription}).to_string();
@@ -212,10 +223,10 @@ fn subscribe_all(engine: &mut Engine, id: ClientId, names: &[String], n_levels: 
 /// block by coin in the order received.
 type ByBlock = Vec<BTreeMap<String, Vec<Bytes>>>;
 
-fn received_by_block(rx: &mut mpsc::Receiver<Bytes>) -> ByBlock {
+fn received_by_block(rx: &mut mpsc::Receiver<Outbound>) -> ByBlock {
     let mut blocks: ByBlock = Vec::new();
     let mut last_time = 0;
-    while let Ok(frame) = rx.try_recv() {
+    for frame in queued(rx) {
         let value: serde_json::Value = serde_json::from_slice(&frame).unwrap();
         if value["channel"] == "subscriptionResponse" {
             continue;
@@ -275,6 +286,122 @@ fn two_threads_send_the_same_frames_as_one() {
     assert!(received[0] == received[1], "frames differ between one thread and two");
 }
 
+/// A client's `l2Book` frames of one coin in a block are queued as one item (two when more
+/// than `BATCH`: client 1 has 14 keys per coin), and no frame of an item is dropped, repeated
+/// or out of order: per block, each client receives, per coin, exactly the frames of its keys
+/// whose levels changed, in key order, each equal to a fresh encode of the book after the
+/// block; and the item count is one per coin and client (per `BATCH` frames).
+#[test]
+fn a_clients_frames_of_a_coin_are_one_item_in_key_order() {
+    for threads in [1, 2] {
+        a_clients_frames_of_a_coin_are_one_item(threads);
+    }
+}
+
+fn a_clients_frames_of_a_coin_are_one_item(threads: usize) {
+    use crate::server::publish::BATCH;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut generator, mut engine, rx1, _killed1) = generated_engine(dir.path(), crate::follow::READ_LIMIT, threads);
+    let (tx2, rx2) = mpsc::channel(1 << 20);
+    let (kill2, _killed2) = oneshot::channel();
+    engine.handle(EngineMsg::Connect { id: 2, tx: tx2, kill: kill2 });
+    let names: Vec<String> = generator.coins().iter().map(|c| c.name.clone()).collect();
+    // Per client, its keys (variant, nLevels) of every coin, subscribed out of key order.
+    let keys: [Vec<(L2Variant, u32)>; 2] = [
+        L2Variant::ALL.iter().rev().flat_map(|&v| [(v, 3), (v, 20)]).collect(),
+        [3, 0, 5].iter().map(|&i| (L2Variant::ALL[i], 5)).collect(),
+    ];
+    for (id, keys) in [1, 2].into_iter().zip(&keys) {
+        for coin in &names {
+            for &(v, n) in keys {
+                subscribe(&mut engine, id, l2_book(coin, v, Some(n)));
+            }
+        }
+    }
+    assert!(keys[0].len() > BATCH && keys[1].len() <= BATCH);
+    // The key order (variant, then nLevels) in which a coin's frames must arrive.
+    let sorted = keys.clone().map(|mut k| {
+        k.sort_by_key(|&(v, n)| (v.index(), n));
+        k
+    });
+    let mut rx = [rx1, rx2];
+    for rx in &mut rx {
+        queued(rx);
+    }
+    let (mut bids, mut asks, mut out, mut scratch) = (Vec::new(), Vec::new(), BytesMut::new(), Vec::new());
+    // The levels each (coin, key) last sent: those after the subscription, at first.
+    type Levels = (Vec<UnitLevel>, Vec<UnitLevel>);
+    let mut last: BTreeMap<(String, usize, u32), Levels> = BTreeMap::new();
+    let levels_of = |engine: &Engine, coin: &str, v: L2Variant, n: u32, bids: &mut Vec<_>, asks: &mut Vec<_>| {
+        let book = engine.books.book(engine.books.coins.id(coin).unwrap()).unwrap();
+        crate::l2::aggregate(book.book.levels(Side::Buy), true, v, n as usize, bids);
+        crate::l2::aggregate(book.book.levels(Side::Sell), false, v, n as usize, asks);
+    };
+    for coin in &names {
+        for &(v, n) in sorted.iter().flatten() {
+            levels_of(&engine, coin, v, n, &mut bids, &mut asks);
+            last.insert((coin.clone(), v.index(), n), (bids.clone(), asks.clone()));
+        }
+    }
+    let mut writer = GenWriter::new(dir.path());
+    let (mut n_frames, mut n_split) = (0, 0);
+    for i in 0..40 {
+        let block = generator.next_block(Utc::from_millis(1_777_582_800_000 + i * 100));
+        writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills]).unwrap();
+        engine.poll_files();
+        let time_ms = engine.books.time().as_millis() as u64;
+        // What each (coin, key) sends in this block: a fresh encode when its levels changed.
+        let mut sent: BTreeMap<(String, usize, u32), serde_json::Value> = BTreeMap::new();
+        for coin in &names {
+            let units = engine.books.coins.spec(engine.books.coins.id(coin).unwrap()).units;
+            for &(v, n) in sorted.iter().flatten() {
+                levels_of(&engine, coin, v, n, &mut bids, &mut asks);
+                let before = last.get_mut(&(coin.clone(), v.index(), n)).unwrap();
+                if (&before.0, &before.1) != (&bids, &asks) {
+                    let frame = L2View::new(coin).encode(&mut out, &mut scratch, time_ms, units, &bids, &asks);
+                    sent.insert((coin.clone(), v.index(), n), serde_json::from_slice(&frame).unwrap());
+                    *before = (bids.clone(), asks.clone());
+                }
+            }
+        }
+        for (c, rx) in rx.iter_mut().enumerate() {
+            // Received, per coin in the order received; and the items.
+            let mut got: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+            let mut n_items = 0;
+            while let Ok(item) = rx.try_recv() {
+                assert!(!item.is_empty() && item.len() <= BATCH);
+                let coins: HashSet<String> = item
+                    .frames()
+                    .iter()
+                    .map(|f| {
+                        let value: serde_json::Value = serde_json::from_slice(f).unwrap();
+                        assert_eq!(value["channel"], "l2Book", "{value}");
+                        let coin = value["data"]["coin"].as_str().unwrap().to_owned();
+                        got.entry(coin.clone()).or_default().push(value);
+                        coin
+                    })
+                    .collect();
+                assert_eq!(coins.len(), 1, "block {i} client {}: an item of several coins", c + 1);
+                n_items += 1;
+            }
+            let mut n_expected_items = 0;
+            for coin in &names {
+                let expected: Vec<serde_json::Value> =
+                    sorted[c].iter().filter_map(|&(v, n)| sent.get(&(coin.clone(), v.index(), n)).cloned()).collect();
+                let received = got.remove(coin).unwrap_or_default();
+                assert!(received == expected, "block {i} client {} coin {coin}: frames differ", c + 1);
+                n_expected_items += expected.len().div_ceil(BATCH);
+                n_split += usize::from(expected.len() > BATCH);
+                n_frames += expected.len();
+            }
+            assert!(got.is_empty(), "{:?}", got.keys());
+            assert_eq!(n_items, n_expected_items, "block {i} client {}: one item per coin (per {BATCH} frames)", c + 1);
+        }
+    }
+    assert!(engine.stats().lock().unwrap().reports.is_empty());
+    assert!(n_frames > 40 * 12 && n_split > 10, "{n_frames} frames, {n_split} coins in two items");
+}
+
 /// A coin whose diff cannot be applied while the helper thread applies it (the engine
 /// thread takes no coin here) goes stale: the block's other coins are published, the error
 /// is reported on the engine thread and the coin's subscribers are told; the next blocks
@@ -302,7 +429,7 @@ fn a_coin_going_stale_on_the_helper_thread() {
     engine.poll_files();
     let mut coins = HashSet::new();
     let mut errors = Vec::new();
-    while let Ok(frame) = rx.try_recv() {
+    for frame in queued(&mut rx) {
         let value: serde_json::Value = serde_json::from_slice(&frame).unwrap();
         match value["channel"].as_str() {
             Some("error") => errors.push(value["data"].as_str().unwrap().to_owned()),
@@ -335,7 +462,7 @@ fn a_coin_going_stale_on_the_helper_thread() {
         let block = generator.next_block(Utc::from_millis(1_777_582_800_000 + i * 100));
         writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills]).unwrap();
         engine.poll_files();
-        while let Ok(frame) = rx.try_recv() {
+        for frame in queued(&mut rx) {
             let value: serde_json::Value = serde_json::from_slice(&frame).unwrap();
             assert_eq!(value["channel"], "l2Book");
             assert_ne!(value["data"]["coin"].as_str(), Some(names[0].as_str()));

@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use ticktrade_hl_proto::ws::Units;
 
-use super::super::super::publish::CoinL2;
+use super::super::super::publish::{CoinL2, Outbound};
 use super::{BlockCtx, Lane, ViewSlot};
 
 impl Lane {
@@ -51,20 +51,44 @@ impl Lane {
     }
 
     /// Queues every non-empty frame of `self.frames` (drained) to the subscribers of its view
-    /// (`keys`: the coin's subscribed keys in order, with their clients): one shared frame per
-    /// view for all of them.
+    /// (`keys`: the coin's subscribed keys in order, with their clients): per client, its frames
+    /// of the coin in key order as one item (`Outbound`, a new one after every `BATCH`), each
+    /// frame shared by all the view's clients.
     pub(super) fn queue(&mut self, ctx: &BlockCtx<'_, '_>, keys: &CoinL2) {
         if ctx.timings && self.first_frame.is_none() && self.frames.iter().any(|f| !f.is_empty()) {
             self.first_frame = Some(Instant::now());
         }
-        let mut next = self.changed.iter().zip(self.frames.drain(..)).filter(|(_, f)| !f.is_empty()).peekable();
+        let Lane { changed, frames, batch, undelivered, .. } = self;
+        let mut next = changed.iter().zip(frames.drain(..)).filter(|(_, f)| !f.is_empty()).peekable();
+        batch.clear();
         for (pos, ids) in keys.values().enumerate() {
-            let Some((_, frame)) = next.next_if(|((p, _, _), _)| *p == pos) else { continue };
-            for &id in ids {
-                if let Err(why) = ctx.subs.try_send(id, frame.clone()) {
-                    self.undelivered.push((id, why));
-                }
+            let Some((_, mut frame)) = next.next_if(|((p, _, _), _)| *p == pos) else { continue };
+            let mut ids = ids.iter().peekable();
+            while let Some(&id) = ids.next() {
+                // The last client takes the frame itself (one reference count less to move).
+                let frame = if ids.peek().is_some() { frame.clone() } else { std::mem::take(&mut frame) };
+                batch.push((id, pos as u32, frame));
             }
+        }
+        // Each client's frames together, in key order (a client twice on one key, as
+        // `mantissa` 1 and null are, has the same frame twice: their order is moot). In key
+        // order already with one client (the sort then only compares neighbours).
+        batch.sort_unstable_by_key(|&(id, pos, _)| (id, pos));
+        let mut item = Outbound::new();
+        let mut to = None;
+        for (id, _, frame) in batch.drain(..) {
+            if let Some(prev) = to.filter(|&prev| prev != id || item.is_full())
+                && let Err(why) = ctx.subs.try_send(prev, std::mem::take(&mut item))
+            {
+                undelivered.push((prev, why));
+            }
+            to = Some(id);
+            item.push(frame);
+        }
+        if let Some(prev) = to
+            && let Err(why) = ctx.subs.try_send(prev, item)
+        {
+            undelivered.push((prev, why));
         }
     }
 }
