@@ -348,6 +348,90 @@ fn subscribers_of_a_coin_that_goes_stale_are_told() {
     assert!(errors[0]["data"].as_str().unwrap().starts_with("Order book for BTC is stale"));
 }
 
+/// Every `l2Book` frame a connection receives until the reply to a `post` sent now (the engine
+/// answers after every frame queued before it), grouped by block time in the order received.
+async fn l2_frames_until_post(ws: &mut Ws) -> Vec<(u64, Vec<Value>)> {
+    send(ws, json!({"method": "post", "id": 1, "request": {"type": "info", "payload": {"type": "allMids"}}})).await;
+    let mut by_time: Vec<(u64, Vec<Value>)> = Vec::new();
+    loop {
+        let msg = next_json(ws).await;
+        match msg["channel"].as_str().unwrap() {
+            "post" => return by_time,
+            "l2Book" => {
+                let time = msg["data"]["time"].as_u64().unwrap();
+                match by_time.last_mut() {
+                    Some((t, frames)) if *t == time => frames.push(msg),
+                    _ => by_time.push((time, vec![msg])),
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Over the socket, a connection on 14 `l2Book` keys of BTC (its frames of a block: two queue
+/// items) receives, per block, exactly the frames that 14 connections of one key each receive,
+/// in key order, each as its own text frame: the writer drops, merges or reorders none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coins_frames_of_a_block_reach_the_socket_in_key_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut generator = generator(10, 400);
+    let mut writer = GenWriter::new(tmp.path());
+    writer.write_bootstrap(&generator).unwrap();
+    let engine = engine(tmp.path(), &generator);
+    let (meta, spot_meta) = generator.meta_json();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = start(listener, engine, tmp.path(), MetaDocs { meta, spot_meta }, ServeConfig::default()).unwrap();
+    let url = format!("ws://{}/ws", server.addr);
+    // Keys in the server's order: variant, then nLevels.
+    let keys: Vec<(Option<u32>, Option<u32>, u32)> =
+        VARIANTS.iter().flat_map(|&(sig, m)| [(sig, m, 5), (sig, m, 20)]).collect();
+    let subscribe = |(sig, m, n): (Option<u32>, Option<u32>, u32)| json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC", "nSigFigs": sig, "mantissa": m, "nLevels": n}});
+    let (mut all, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    let mut singles = Vec::new();
+    for &key in &keys {
+        send(&mut all, subscribe(key)).await;
+        let (mut conn, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+        send(&mut conn, subscribe(key)).await;
+        singles.push(conn);
+    }
+    // Every subscription answered (ack and current book) before the blocks.
+    let before = l2_frames_until_post(&mut all).await;
+    assert_eq!(before.iter().map(|(_, f)| f.len()).sum::<usize>(), keys.len());
+    let t0 = before[0].0;
+    for conn in &mut singles {
+        l2_frames_until_post(conn).await;
+    }
+    write_blocks(&mut generator, &mut writer, 8);
+    let last_ms = T0_MS as u64 + (generator.height() - 1 - 5_000) * 1_500;
+    // Until the engine has published the last block (BTC changes in every block here).
+    let mut got: Vec<(u64, Vec<Value>)> = Vec::new();
+    for _ in 0..400 {
+        got.extend(l2_frames_until_post(&mut all).await);
+        if got.last().is_some_and(|(t, _)| *t >= last_ms) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(got.last().map(|(t, _)| *t), Some(last_ms), "the last block's frames");
+    assert!(got.len() >= 8 && got.iter().all(|(t, _)| *t > t0), "{:?}", got.iter().map(|g| g.0).collect::<Vec<_>>());
+    // The same blocks on the one-key connections, joined in key order.
+    let mut expected: std::collections::BTreeMap<u64, Vec<Value>> = std::collections::BTreeMap::new();
+    for conn in &mut singles {
+        for (t, frames) in l2_frames_until_post(conn).await {
+            assert_eq!(frames.len(), 1, "one frame per block and key");
+            expected.entry(t).or_default().extend(frames);
+        }
+    }
+    let got: std::collections::BTreeMap<u64, Vec<Value>> = got.into_iter().collect();
+    assert_eq!(got.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>());
+    for (t, frames) in &got {
+        assert!(frames == &expected[t], "block time {t}: {} frames, {} expected", frames.len(), expected[t].len());
+    }
+    assert!(got.values().any(|f| f.len() > 8), "a block with two items");
+    server.stop();
+}
+
 /// The handshake answer's `Sec-WebSocket-Extensions` for a request offering `offer` (if any).
 async fn negotiated_extensions(addr: std::net::SocketAddr, offer: Option<&str>) -> Option<String> {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
