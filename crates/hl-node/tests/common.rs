@@ -9,6 +9,7 @@ use ticktrade_hl_node::books::{Books, levels_of};
 use ticktrade_hl_node::follow::Follower;
 use ticktrade_hl_node::join::Stream;
 use ticktrade_hl_node::server::engine::{Engine, EngineConfig};
+use ticktrade_hl_node::server::{MetaDocs, Running, ServeConfig, start};
 use ticktrade_hl_node::synth::writer::GenWriter;
 use ticktrade_hl_node::synth::{GenConfig, Generator};
 use ticktrade_hl_proto::info::{Meta, SpotMeta, coins_from_meta};
@@ -47,6 +48,20 @@ pub fn engine(dir: &Path, generator: &Generator) -> Engine {
     let books = books_from(generator);
     let height = books.height();
     Engine::new(EngineConfig::default(), books, followers(dir, height))
+}
+
+/// A generated market (`n_coins`, `orders_per_block`) bootstrapped into `dir`, its writer, and
+/// the server following `dir` on a free loopback port with the generator's metadata and the
+/// default configuration, as `ticktrade hl` runs it.
+pub async fn served(dir: &Path, n_coins: usize, orders_per_block: usize) -> (Generator, GenWriter, Running) {
+    let generator = generator(n_coins, orders_per_block);
+    let writer = GenWriter::new(dir);
+    writer.write_bootstrap(&generator).unwrap();
+    let engine = engine(dir, &generator);
+    let (meta, spot_meta) = generator.meta_json();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = start(listener, engine, dir, MetaDocs { meta, spot_meta }, ServeConfig::default()).unwrap();
+    (generator, writer, server)
 }
 
 /// Stream write order for block `i`: varies so the join by height is exercised.

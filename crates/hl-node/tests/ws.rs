@@ -14,7 +14,6 @@ use tokio_tungstenite::tungstenite::Message;
 
 use common::*;
 use ticktrade_core::Decimal;
-use ticktrade_hl_node::server::{MetaDocs, ServeConfig, start};
 use ticktrade_hl_node::synth::writer::GenWriter;
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -107,13 +106,7 @@ async fn http_post(addr: std::net::SocketAddr, body: &str) -> (u16, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hyperliquid_client_gets_l2_at_every_variant_trades_and_l4() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut generator = generator(40, 400);
-    let mut writer = GenWriter::new(tmp.path());
-    writer.write_bootstrap(&generator).unwrap();
-    let engine = engine(tmp.path(), &generator);
-    let (meta, spot_meta) = generator.meta_json();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = start(listener, engine, tmp.path(), MetaDocs { meta, spot_meta }, ServeConfig::default()).unwrap();
+    let (mut generator, mut writer, server) = served(tmp.path(), 40, 400).await;
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", server.addr)).await.unwrap();
 
     // One connection per l2Book variant (frames carry no variant, and unchanged views are not
@@ -375,13 +368,7 @@ async fn l2_frames_until_post(ws: &mut Ws) -> Vec<(u64, Vec<Value>)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_coins_frames_of_a_block_reach_the_socket_in_key_order() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut generator = generator(10, 400);
-    let mut writer = GenWriter::new(tmp.path());
-    writer.write_bootstrap(&generator).unwrap();
-    let engine = engine(tmp.path(), &generator);
-    let (meta, spot_meta) = generator.meta_json();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = start(listener, engine, tmp.path(), MetaDocs { meta, spot_meta }, ServeConfig::default()).unwrap();
+    let (mut generator, mut writer, server) = served(tmp.path(), 10, 400).await;
     let url = format!("ws://{}/ws", server.addr);
     // Keys in the server's order: variant, then nLevels.
     let keys: Vec<(Option<u32>, Option<u32>, u32)> =
@@ -457,13 +444,7 @@ async fn negotiated_extensions(addr: std::net::SocketAddr, offer: Option<&str>) 
 async fn permessage_deflate_only_when_the_client_offers_it() {
     use yawc::frame::OpCode;
     let tmp = tempfile::tempdir().unwrap();
-    let generator = generator(10, 100);
-    let writer = GenWriter::new(tmp.path());
-    writer.write_bootstrap(&generator).unwrap();
-    let engine = engine(tmp.path(), &generator);
-    let (meta, spot_meta) = generator.meta_json();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = start(listener, engine, tmp.path(), MetaDocs { meta, spot_meta }, ServeConfig::default()).unwrap();
+    let (_generator, _writer, server) = served(tmp.path(), 10, 100).await;
 
     let agreed = negotiated_extensions(server.addr, Some("permessage-deflate; client_max_window_bits")).await;
     assert!(agreed.as_deref().is_some_and(|e| e.starts_with("permessage-deflate")), "{agreed:?}");
