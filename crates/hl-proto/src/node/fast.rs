@@ -221,6 +221,29 @@ impl<'a> Cursor<'a> {
         if self.peek()? == b'n' { self.lit(b"null") } else { self.skip_str_of::<N>() }
     }
 
+    /// An order's fields from `triggerCondition` up to the key of `reduceOnly` (for an order
+    /// that is not [`LIMIT_MIDDLE`]): `triggerCondition`, `isTrigger`, `triggerPx` and
+    /// `isPositionTpsl`, as [`PLAIN_MIDDLE`] when it matches, else read one by one. Shared by
+    /// the order kept and the order walked, so both accept the same bytes.
+    #[inline(always)]
+    fn middle(&mut self) -> Option<(&'a str, bool, &'a str, bool)> {
+        if self.long_lit(&PLAIN_MIDDLE).is_some() {
+            return Some(("N/A", false, "0.0", false));
+        }
+        self.lit(b",\"triggerCondition\":")?;
+        let trigger_condition = self.str()?;
+        self.lit(b",\"isTrigger\":")?;
+        let is_trigger = self.bool()?;
+        self.lit(b",\"triggerPx\":")?;
+        let trigger_px = self.str()?;
+        self.lit(b",\"children\":")?;
+        self.skip(0)?;
+        self.lit(b",\"isPositionTpsl\":")?;
+        let is_position_tpsl = self.bool()?;
+        self.lit(b",\"reduceOnly\":")?;
+        Some((trigger_condition, is_trigger, trigger_px, is_position_tpsl))
+    }
+
     /// A string without escapes or control characters, quotes included; its text.
     #[inline(always)]
     fn str(&mut self) -> Option<&'a str> {
@@ -425,23 +448,7 @@ impl<'a> Cursor<'a> {
         let (trigger_condition, is_trigger, trigger_px, is_position_tpsl, reduce_only, order_type) = if limit {
             ("N/A", false, "0.0", false, false, "Limit")
         } else {
-            let (trigger_condition, is_trigger, trigger_px, is_position_tpsl) =
-                if self.long_lit(&PLAIN_MIDDLE).is_some() {
-                    ("N/A", false, "0.0", false)
-                } else {
-                    self.lit(b",\"triggerCondition\":")?;
-                    let trigger_condition = self.str()?;
-                    self.lit(b",\"isTrigger\":")?;
-                    let is_trigger = self.bool()?;
-                    self.lit(b",\"triggerPx\":")?;
-                    let trigger_px = self.str()?;
-                    self.lit(b",\"children\":")?;
-                    self.skip(0)?;
-                    self.lit(b",\"isPositionTpsl\":")?;
-                    let is_position_tpsl = self.bool()?;
-                    self.lit(b",\"reduceOnly\":")?;
-                    (trigger_condition, is_trigger, trigger_px, is_position_tpsl)
-                };
+            let (trigger_condition, is_trigger, trigger_px, is_position_tpsl) = self.middle()?;
             let reduce_only = self.bool()?;
             self.lit(b",\"orderType\":")?;
             let order_type = self.str_of::<5>()?;
@@ -490,19 +497,7 @@ impl<'a> Cursor<'a> {
         self.lit(b",\"timestamp\":")?;
         self.u64()?;
         if self.long_lit(&LIMIT_MIDDLE).is_none() {
-            if self.long_lit(&PLAIN_MIDDLE).is_none() {
-                self.lit(b",\"triggerCondition\":")?;
-                self.str()?;
-                self.lit(b",\"isTrigger\":")?;
-                self.bool()?;
-                self.lit(b",\"triggerPx\":")?;
-                self.str()?;
-                self.lit(b",\"children\":")?;
-                self.skip(0)?;
-                self.lit(b",\"isPositionTpsl\":")?;
-                self.bool()?;
-                self.lit(b",\"reduceOnly\":")?;
-            }
+            self.middle()?;
             self.bool()?;
             self.lit(b",\"orderType\":")?;
             self.skip_str_of::<5>()?;

@@ -74,21 +74,16 @@ impl Lane {
         // `mantissa` 1 and null are, has the same frame twice: their order is moot). In key
         // order already with one client (the sort then only compares neighbours).
         batch.sort_unstable_by_key(|&(id, pos, _)| (id, pos));
+        // An item goes when it is full or its client's last frame is in it.
         let mut item = Outbound::new();
-        let mut to = None;
-        for (id, _, frame) in batch.drain(..) {
-            if let Some(prev) = to.filter(|&prev| prev != id || item.is_full())
-                && let Err(why) = ctx.subs.try_send(prev, std::mem::take(&mut item))
-            {
-                undelivered.push((prev, why));
-            }
-            to = Some(id);
+        let mut batch = batch.drain(..).peekable();
+        while let Some((id, _, frame)) = batch.next() {
             item.push(frame);
-        }
-        if let Some(prev) = to
-            && let Err(why) = ctx.subs.try_send(prev, item)
-        {
-            undelivered.push((prev, why));
+            if (item.is_full() || batch.peek().is_none_or(|&(next, _, _)| next != id))
+                && let Err(why) = ctx.subs.try_send(id, std::mem::take(&mut item))
+            {
+                undelivered.push((id, why));
+            }
         }
     }
 }
