@@ -39,7 +39,7 @@
 //! small registry of such a pool when it is dropped (one per engine; tests build several).
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -929,65 +929,198 @@ fn helper_since(offered: Instant) -> u64 {
     if rayon::current_thread_index() == Some(1) { offered.elapsed().as_nanos() as u64 } else { u64::MAX }
 }
 
+/// Bytes of the statuses line per part when a block is decoded on two threads
+/// ([`decode_on_two`]): about 10-15 µs of work, about the longest one thread waits for the
+/// other at the end of the decode.
+const PART_BYTES: usize = 32 * 1024;
+
+/// At most this many parts per statuses line (a longer line gets longer parts).
+const MAX_PARTS: usize = 16;
+
 /// Decodes both lines of a block on the two threads of `pool` (called on its thread 0): the
-/// statuses line, about 6/7 of the bytes (and of the time: both decode at ~0.48 ns/byte),
-/// in two parts (`fast::statuses_head` up to an event boundary near [`head_target`], and
-/// `fast::statuses_tail` from it) and the diffs line as a third, in nested `join`s: this
-/// thread decodes the head, the other half (tail, then the diffs) is offered to the helper,
-/// and whichever thread is free first takes what is left (a `join` runs its own half, then
-/// the other half unless stolen; a waiting thread steals), so neither waits for the other
-/// to start. When a part gives up (the line is not in hl-node's exact shape, or the guessed
-/// boundary is inside an event) the statuses line is decoded whole on this thread, as on one
-/// thread. The events go into the buffers given (empty, reused from block to block: head,
-/// tail, diffs); the tail's is handed back, emptied into the head's. Returns the lines'
-/// events, that buffer, and when the helper started its first part (`helper_since`).
+/// statuses line in parts of about [`PART_BYTES`] cut at guessed event boundaries
+/// (`fast::statuses_split`; `statuses_head`, `statuses_middle`, `statuses_tail`), and the
+/// diffs line as one more part, after the statuses'. This thread takes parts from the front
+/// (the head first), the helper from the back (the diffs first), one at a time from a shared
+/// claim ([`Claims`]), until none is left. So a helper that wakes late only takes fewer parts
+/// (this thread never waits for it to start), and at the end one thread waits at most for the
+/// part the other is in (a fixed half, as before, left this thread waiting for the helper's
+/// whole half, with the helper's wake-up on top: 2-46 µs at the median and 70-236 µs at p99
+/// in `bench hl` runs of 2026-11-27).
+/// This thread's parts are a prefix of the line decoded in order into `head`; the helper's a
+/// suffix decoded back to front into `tail`, moved after them part by part. When a part gives
+/// up (the line is not in hl-node's exact shape, or a guessed boundary is inside an event) the
+/// statuses line is decoded whole on this thread, as on one thread. The events go into the
+/// buffers given (empty, reused from block to block: head, tail, diffs); the tail's is handed
+/// back, emptied into the head's. Returns the lines' events, that buffer, and when the helper
+/// started (`helper_since`; `u64::MAX` when it took no part).
 #[allow(clippy::type_complexity)]
 fn decode_on_two<'a>(
     pool: &rayon::ThreadPool,
     statuses: &'a Line,
     diffs: &'a Line,
     all: bool,
-    [mut head, mut tail]: [Vec<OrderStatus<'a>>; 2],
+    [head, tail]: [Vec<OrderStatus<'a>>; 2],
     diffs_buf: Vec<BookDiff<'a>>,
+) -> (Decoded<'a, OrderStatus<'a>>, Decoded<'a, BookDiff<'a>>, Vec<OrderStatus<'a>>, u64) {
+    decode_parts(pool, statuses, diffs, all, [head, tail], diffs_buf, 0)
+}
+
+/// [`decode_on_two`], with this thread starting only once the helper took `front_waits` parts
+/// (tests: any share of the parts on either thread).
+#[allow(clippy::type_complexity)]
+fn decode_parts<'a>(
+    pool: &rayon::ThreadPool,
+    statuses: &'a Line,
+    diffs: &'a Line,
+    all: bool,
+    [head, tail]: [Vec<OrderStatus<'a>>; 2],
+    diffs_buf: Vec<BookDiff<'a>>,
+    front_waits: usize,
 ) -> (Decoded<'a, OrderStatus<'a>>, Decoded<'a, BookDiff<'a>>, Vec<OrderStatus<'a>>, u64) {
     let offered = Instant::now();
     let text = statuses.text.as_str();
-    let Some(split) = fast::statuses_split(text, head_target(text.len(), diffs.text.len())) else {
-        let decode_diffs = || (decode_diffs(diffs, diffs_buf), helper_since(offered));
-        let (st, (df, start)) = pool.join(|| decode_statuses(statuses, all, head), decode_diffs);
-        return (st, df, tail, start);
+    let mut bounds = [0usize; MAX_PARTS + 1];
+    let n = part_bounds(text, &mut bounds);
+    let parts = Parts { text, bounds: &bounds[..=n], all, claims: Claims::new(n + 1), failed: AtomicBool::new(false) };
+    let diffs_buf = Mutex::new(Some(diffs_buf));
+    // Part `n` is the diffs line, whichever thread claims it.
+    let take_diffs = || {
+        let buf = diffs_buf.lock().map(|mut b| b.take().unwrap_or_default()).unwrap_or_default();
+        decode_diffs(diffs, buf)
     };
-    let decode_head = || fast::statuses_head(text, split, all, &mut head);
-    let tail_and_diffs = || {
-        let decode_tail = || {
-            let start = helper_since(offered);
-            (fast::statuses_tail(text, split, all, &mut tail), start)
-        };
-        let decode_diffs = || (decode_diffs(diffs, diffs_buf), helper_since(offered));
-        rayon::join(decode_tail, decode_diffs)
+    let front = || {
+        while parts.claims.back_taken(n + 1) < front_waits {
+            std::thread::yield_now();
+        }
+        let (mut head, mut header, mut df) = (head, None, None);
+        while let Some(i) = parts.claims.front() {
+            if i == n {
+                df = Some(take_diffs());
+            } else {
+                parts.decode(i, &mut head, &mut header);
+            }
+        }
+        (head, header, df)
     };
-    let (header, ((tail_done, start_tail), (df, start_diffs))) = pool.join(decode_head, tail_and_diffs);
-    // A part that gave up left its buffer as it was (empty).
-    let st = match (header, tail_done) {
-        (Some(header), Some(())) => {
-            head.append(&mut tail);
+    let back = || {
+        let start = helper_since(offered);
+        let (mut tail, mut header, mut df) = (tail, None, None);
+        // Where each part the helper took ends in `tail` (taken last to first).
+        let mut ends = [0usize; MAX_PARTS];
+        let mut k = 0;
+        while let Some(i) = parts.claims.back() {
+            if i == n {
+                df = Some(take_diffs());
+            } else {
+                parts.decode(i, &mut tail, &mut header);
+                ends[k] = tail.len();
+                k += 1;
+            }
+        }
+        let start = if k > 0 || df.is_some() { start } else { u64::MAX };
+        (tail, ends, k, header, df, start)
+    };
+    let ((mut head, front_header, front_df), (mut tail, ends, k, back_header, back_df, start)) = pool.join(front, back);
+    let df = front_df.or(back_df).unwrap_or_else(take_diffs);
+    let st = match front_header.or(back_header).filter(|_| !parts.failed.load(Ordering::Relaxed)) {
+        Some(header) => {
+            // The helper's parts in line order: the last it took (the lowest) first.
+            for j in (0..k).rev() {
+                let from = if j == 0 { 0 } else { ends[j - 1] };
+                head.extend(tail.drain(from..));
+            }
             Decoded { events: head, time: Some(header.block_time), damaged: Vec::new(), reports: Vec::new() }
         }
-        _ => {
+        None => {
             head.clear();
             tail.clear();
             decode_statuses(statuses, all, head)
         }
     };
-    (st, df, tail, start_tail.min(start_diffs))
+    (st, df, tail, start)
 }
 
-/// Where the statuses line's head should end so that the head (this thread) and the tail and
-/// the diffs line (the helper's half) take about as long: half of both lines' bytes, the two
-/// decoders costing about the same per byte (`decode_cost`: 138 µs for 288 kB of statuses, 21
-/// µs for 45 kB of diffs), plus a little for the helper, which starts a few µs later.
-fn head_target(statuses_len: usize, diffs_len: usize) -> usize {
-    (statuses_len + diffs_len) / 2 + statuses_len / 64
+/// Cuts a statuses line into parts of about [`PART_BYTES`] at guessed event boundaries:
+/// `bounds[..=n]` with `bounds[0] = 0` and `bounds[n]` the line's length, strictly increasing;
+/// returns `n` (1 for a short line, or when no boundary is found).
+fn part_bounds(text: &str, bounds: &mut [usize; MAX_PARTS + 1]) -> usize {
+    let want = (text.len() / PART_BYTES).clamp(1, MAX_PARTS);
+    let mut n = 1;
+    for i in 1..want {
+        let target = (text.len() / want * i).max(bounds[n - 1] + 1);
+        let Some(at) = fast::statuses_split(text, target) else { break };
+        bounds[n] = at;
+        n += 1;
+    }
+    bounds[n] = text.len();
+    n
+}
+
+/// A block's statuses line cut into parts (`bounds`), and who takes which.
+struct Parts<'a, 'b> {
+    text: &'a str,
+    bounds: &'b [usize],
+    all: bool,
+    claims: Claims,
+    /// A part gave up: the line is decoded whole after the join, so the rest are skipped.
+    failed: AtomicBool,
+}
+
+impl<'a> Parts<'a, '_> {
+    /// Part `i` into `out` (the head's header into `header`); marks the line failed when the
+    /// part gives up (`out` is then left as it was).
+    fn decode(&self, i: usize, out: &mut Vec<OrderStatus<'a>>, header: &mut Option<fast::Header<'a>>) {
+        if self.failed.load(Ordering::Relaxed) {
+            return;
+        }
+        let (text, all, n) = (self.text, self.all, self.bounds.len() - 1);
+        let done = match i {
+            0 if n == 1 => fast::statuses(text, all, out).map(|h| *header = Some(h)),
+            0 => fast::statuses_head(text, self.bounds[1], all, out).map(|h| *header = Some(h)),
+            _ if i == n - 1 => fast::statuses_tail(text, self.bounds[i], all, out),
+            _ => fast::statuses_middle(text, self.bounds[i], self.bounds[i + 1], all, out),
+        };
+        if done.is_none() {
+            self.failed.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The parts `0..n` of a block's decode, claimed one at a time from both ends: the engine
+/// thread from the front, the helper from the back, until they meet. One atomic word holds
+/// the next front part (low half) and one past the next back part (high half), so each part
+/// is taken exactly once (the join that ends the decode orders every part's result before
+/// its use).
+struct Claims(AtomicU32);
+
+impl Claims {
+    fn new(n: usize) -> Claims {
+        Claims(AtomicU32::new((n as u32) << 16))
+    }
+
+    fn front(&self) -> Option<usize> {
+        let lo_hi = |s: u32| (s & 0xffff, s >> 16);
+        let taken = self.0.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
+            let (lo, hi) = lo_hi(s);
+            (lo < hi).then_some(s + 1)
+        });
+        taken.ok().map(|s| lo_hi(s).0 as usize)
+    }
+
+    fn back(&self) -> Option<usize> {
+        let lo_hi = |s: u32| (s & 0xffff, s >> 16);
+        let taken = self.0.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
+            let (lo, hi) = lo_hi(s);
+            (lo < hi).then(|| s - (1 << 16))
+        });
+        taken.ok().map(|s| lo_hi(s).1 as usize - 1)
+    }
+
+    /// Parts taken from the back so far, of `n`.
+    fn back_taken(&self, n: usize) -> usize {
+        n - (self.0.load(Ordering::Relaxed) >> 16) as usize
+    }
 }
 
 /// The diffs line, every event, into `events` (empty).

@@ -635,7 +635,8 @@ pub fn statuses_split(line: &str, from: usize) -> Option<usize> {
 /// line's header and events decode in hl-node's exact shape up to an event boundary exactly
 /// at `split` (an event followed by `,` ends at `split`). With [`statuses_tail`] from the
 /// same `split`, the two parts hold exactly what [`statuses`] gives for the whole line; when
-/// either gives up, decode the whole line.
+/// either gives up, decode the whole line. More parts: [`statuses_middle`] between two
+/// boundaries.
 pub fn statuses_head<'a>(line: &'a str, split: usize, all: bool, out: &mut Vec<OrderStatus<'a>>) -> Option<Header<'a>> {
     let len = out.len();
     let mut cursor = Cursor::new(line);
@@ -644,24 +645,64 @@ pub fn statuses_head<'a>(line: &'a str, split: usize, all: bool, out: &mut Vec<O
         if cursor.peek()? == b']' {
             return None;
         }
-        loop {
-            if let Some(status) = cursor.status(all)? {
-                out.push(status);
-            }
-            if cursor.peek()? != b',' {
-                return None;
-            }
-            cursor.at += 1;
-            if cursor.at >= split {
-                return (cursor.at == split).then_some(());
-            }
-        }
+        status_events_until(&mut cursor, split, all, out)
     });
     if done.is_none() {
         out.truncate(len);
         return None;
     }
     header
+}
+
+/// [`statuses`] of the events from `from` up to `to`, two guessed event boundaries
+/// ([`statuses_split`]): `None` (and `out` unchanged) unless an event starts at `from` and the
+/// events decode in hl-node's exact shape up to a boundary exactly at `to`. A line cut at
+/// boundaries `s1 < s2 < … < sn` decodes as [`statuses_head`] up to `s1`, `statuses_middle`
+/// from each `si` to `si+1`, and [`statuses_tail`] from `sn`: when every part decodes, each
+/// boundary is proven by the part before it (which started at a proven one and ended exactly
+/// there), so the parts hold exactly what [`statuses`] gives for the whole line; when any
+/// gives up, decode the whole line.
+pub fn statuses_middle<'a>(
+    line: &'a str,
+    from: usize,
+    to: usize,
+    all: bool,
+    out: &mut Vec<OrderStatus<'a>>,
+) -> Option<()> {
+    let len = out.len();
+    let mut cursor = Cursor::new(line);
+    cursor.at = from;
+    let done = cursor
+        .bytes
+        .get(from)
+        .filter(|&&c| c == b'{' && to > from)
+        .and_then(|_| status_events_until(&mut cursor, to, all, out));
+    if done.is_none() {
+        out.truncate(len);
+    }
+    done
+}
+
+/// The statuses from the cursor's event (the first of a non-empty list) on, up to the event
+/// boundary `to`: `Some` when an event followed by `,` ends exactly there.
+fn status_events_until<'a>(
+    cursor: &mut Cursor<'a>,
+    to: usize,
+    all: bool,
+    out: &mut Vec<OrderStatus<'a>>,
+) -> Option<()> {
+    loop {
+        if let Some(status) = cursor.status(all)? {
+            out.push(status);
+        }
+        if cursor.peek()? != b',' {
+            return None;
+        }
+        cursor.at += 1;
+        if cursor.at >= to {
+            return (cursor.at == to).then_some(());
+        }
+    }
 }
 
 /// [`statuses`] of the events from `split` (see [`statuses_head`]) to the end of the line;

@@ -475,45 +475,77 @@ fn line(stream: Stream, text: String) -> Line {
     Line { stream, text, origin: crate::join::Origin { file: "f".into(), line: 1 } }
 }
 
-/// A block's lines decoded on two threads, the statuses line in two parts (head and tail)
-/// and the diffs as a third, give exactly the events of the whole-line decode, in order, with
-/// l4 subscribers or without: no part lost or taken twice, whichever thread runs which part.
-/// A part that gives up (here a space the exact-shape decoder refuses, in the head or in the
-/// tail) means the whole line is decoded by the general decoder: still every event.
+/// A block's lines decoded on two threads, the statuses line in parts and the diffs as one
+/// more, give exactly the events of the whole-line decode, in order, with l4 subscribers or
+/// without, whichever thread takes which parts (the helper none, a few, or all but the head,
+/// which it takes too when this thread waits for it). A part that gives up (here a space the
+/// exact-shape decoder refuses, in the head, a middle part or the tail) means the whole line is
+/// decoded by the general decoder: still every event.
 #[test]
-fn a_block_decoded_in_three_parts_equals_the_whole_decode() {
+fn a_block_decoded_in_parts_on_two_threads_equals_the_whole_decode() {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).use_current_thread().build().unwrap();
-    let mut generator = Generator::new(&GenConfig { n_coins: 12, orders_per_block: 300, ..GenConfig::default() });
-    for i in 0..50 {
+    let mut generator = Generator::new(&GenConfig { n_coins: 40, orders_per_block: 600, ..GenConfig::default() });
+    for i in 0..30 {
         let block = generator.next_block(Utc::from_millis(1_777_582_800_000 + i * 100));
         let (statuses, diffs) = (line(Stream::Statuses, block.statuses), line(Stream::Diffs, block.diffs));
-        // The three-part path is the one taken: the guessed boundary is a real one.
-        let split = fast::statuses_split(&statuses.text, head_target(statuses.text.len(), diffs.text.len())).unwrap();
-        assert!(fast::statuses_head(&statuses.text, split, true, &mut Vec::new()).is_some());
-        assert!(fast::statuses_tail(&statuses.text, split, true, &mut Vec::new()).is_some());
+        // The parts path is the one taken: every guessed boundary is a real one.
+        let mut bounds = [0; MAX_PARTS + 1];
+        let n = part_bounds(&statuses.text, &mut bounds);
+        assert!(n >= 4, "{n} parts of {} bytes", statuses.text.len());
+        assert!(bounds[..=n].windows(2).all(|w| w[0] < w[1]));
+        let text = statuses.text.as_str();
+        assert!(fast::statuses_head(text, bounds[1], true, &mut Vec::new()).is_some());
+        for p in 1..n - 1 {
+            assert!(fast::statuses_middle(text, bounds[p], bounds[p + 1], true, &mut Vec::new()).is_some());
+        }
+        assert!(fast::statuses_tail(text, bounds[n - 1], true, &mut Vec::new()).is_some());
         let whole_diffs = decode_diffs(&diffs, Vec::new()).events;
         for all in [true, false] {
             let whole = decode_statuses(&statuses, all, Vec::new());
             assert!(whole.events.len() > 10);
-            let (st, df, tail, _) = decode_on_two(&pool, &statuses, &diffs, all, [vec![], vec![]], vec![]);
-            assert!(tail.is_empty());
-            assert_eq!(st.events, whole.events, "block {i}, all {all}");
-            assert_eq!(st.time, whole.time);
-            assert!(st.damaged.is_empty() && st.reports.is_empty());
-            assert_eq!(df.events, whole_diffs);
+            for front_waits in [0, 1, n / 2, n, n + 1] {
+                let (st, df, tail, _) =
+                    decode_parts(&pool, &statuses, &diffs, all, [vec![], vec![]], vec![], front_waits);
+                assert!(tail.is_empty());
+                assert_eq!(st.events, whole.events, "block {i}, all {all}, helper first {front_waits}");
+                assert_eq!(st.time, whole.time);
+                assert!(st.damaged.is_empty() && st.reports.is_empty());
+                assert_eq!(df.events, whole_diffs);
+            }
             if i % 10 == 0 {
-                // A space before the split or after it: the head or the tail gives up.
-                for at in [
-                    statuses.text[..split].rfind(r#""status":""#),
-                    statuses.text[split..].find(r#""status":""#).map(|p| p + split),
-                ] {
-                    let at = at.unwrap() + r#""status":"#.len();
+                // A space in the head, in a middle part, in the tail: that part gives up.
+                for p in [0, n / 2, n - 1] {
+                    let at = statuses.text[bounds[p]..].find(r#""status":""#).unwrap() + bounds[p];
+                    let at = at + r#""status":"#.len();
                     let spaced = line(Stream::Statuses, format!("{} {}", &statuses.text[..at], &statuses.text[at..]));
-                    let (st, _, tail, _) = decode_on_two(&pool, &spaced, &diffs, all, [vec![], vec![]], vec![]);
-                    assert!(tail.is_empty());
-                    assert_eq!(st.events, whole.events, "block {i}, all {all}, space at {at}");
+                    for front_waits in [0, n] {
+                        let (st, df, tail, _) =
+                            decode_parts(&pool, &spaced, &diffs, all, [vec![], vec![]], vec![], front_waits);
+                        assert!(tail.is_empty());
+                        assert_eq!(st.events, whole.events, "block {i}, all {all}, space in part {p}");
+                        assert_eq!(df.events, whole_diffs);
+                    }
                 }
             }
+        }
+    }
+}
+
+/// The claims from both ends hand out every part exactly once, however the two threads race.
+#[test]
+fn claims_from_both_ends_take_every_part_once() {
+    for n in [1, 2, 3, 17] {
+        for _ in 0..200 {
+            let claims = Claims::new(n);
+            let (front, back) = std::thread::scope(|s| {
+                let back = s.spawn(|| std::iter::from_fn(|| claims.back()).collect::<Vec<_>>());
+                let front: Vec<usize> = std::iter::from_fn(|| claims.front()).collect();
+                (front, back.join().unwrap())
+            });
+            // A prefix from the front in order, a suffix from the back in reverse order.
+            assert!(front.iter().copied().eq(0..front.len()), "{front:?}");
+            assert!(back.iter().rev().copied().eq(front.len()..n), "{front:?} {back:?}");
+            assert_eq!(claims.back_taken(n), back.len());
         }
     }
 }

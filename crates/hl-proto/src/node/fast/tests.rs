@@ -221,6 +221,60 @@ fn a_line_splits_only_at_event_boundaries_and_decodes_the_same() {
     assert!(statuses_head(&tricky, inside, true, &mut vec![]).is_none());
 }
 
+/// A middle part decodes only from an event's start (the first event's, or a boundary) to a
+/// later real event boundary (tried from every start to each boundary and a byte either side
+/// of it), and then holds the events between them; head + middle + tail at the two boundaries
+/// of a three-event line equal the whole decode; the split pattern inside an event's children
+/// is refused as either end.
+#[test]
+fn a_middle_part_decodes_only_between_two_event_boundaries() {
+    let line = minify(&example("node_order_statuses_by_block.line.trimmed.json"));
+    let children = r#""children":[{"a":[]},{"time":"x"}]"#;
+    let tricky = line.replacen(r#""children":[]"#, children, 1);
+    for line in [line, tricky] {
+        let bounds: Vec<usize> = (2..line.len())
+            .filter(|&i| line[i - 2..].starts_with("},{\"time\":\"") && !line[i..].starts_with("{\"time\":\"x"))
+            .collect();
+        let [b1, b2] = bounds[..] else { panic!("{bounds:?}") };
+        let first = line.find("[{").unwrap() + 1;
+        for all in [true, false] {
+            let mut whole = vec![];
+            statuses(&line, all, &mut whole).unwrap();
+            let before = |at: usize| {
+                let mut head = vec![];
+                if at != first {
+                    statuses_head(&line, at, all, &mut head).unwrap();
+                }
+                head
+            };
+            let mut ends: Vec<usize> = bounds.iter().flat_map(|&b| [b - 1, b, b + 1]).collect();
+            ends.extend([0, first, line.len(), line.len() + 1]);
+            ends.extend(line.find(r#"},{"time":"x"#).map(|i| i + 2));
+            let mut taken = 0;
+            for from in 0..=line.len() + 1 {
+                for &to in &ends {
+                    let mut out = vec![];
+                    let got = statuses_middle(&line, from, to, all, &mut out);
+                    if [first, b1].contains(&from) && [b1, b2].contains(&to) && from < to {
+                        assert!(got.is_some(), "from {from} to {to}");
+                        let (head, upto) = (before(from), before(to));
+                        assert_eq!([&head[..], &out[..]].concat(), upto, "from {from} to {to}");
+                        taken += 1;
+                    } else {
+                        assert!(got.is_none() && out.is_empty(), "from {from} to {to}");
+                    }
+                }
+            }
+            assert_eq!(taken, 3);
+            let (mut head, mut middle, mut tail) = (vec![], vec![], vec![]);
+            statuses_head(&line, b1, all, &mut head).unwrap();
+            statuses_middle(&line, b1, b2, all, &mut middle).unwrap();
+            statuses_tail(&line, b2, all, &mut tail).unwrap();
+            assert_eq!([head, middle, tail].concat(), whole);
+        }
+    }
+}
+
 /// The split guess from any offset is the first `},{"time":"` boundary at or after it.
 #[test]
 fn the_split_guess_is_the_first_candidate_from_the_offset() {
