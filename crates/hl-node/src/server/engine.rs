@@ -506,7 +506,7 @@ impl Engine {
             Some(pool) => {
                 self.warm.offer();
                 let (st, df, tail, start) =
-                    decode_on_two(pool, statuses_line, diffs_line, all_statuses, status_bufs, diffs_buf);
+                    decode_on_two(pool, statuses_line, diffs_line, all_statuses, status_bufs, diffs_buf, 0);
                 helper_start[0] = start;
                 // Keep the helper awake through plan_block, up to the coins' `join`.
                 self.warm.spin(pool);
@@ -953,23 +953,11 @@ const MAX_PARTS: usize = 16;
 /// statuses line is decoded whole on this thread, as on one thread. The events go into the
 /// buffers given (empty, reused from block to block: head, tail, diffs); the tail's is handed
 /// back, emptied into the head's. Returns the lines' events, that buffer, and when the helper
-/// started (`helper_since`; `u64::MAX` when it took no part).
+/// started (`helper_since`; `u64::MAX` when it took no part). `front_waits` is 0; tests give
+/// more to have this thread start only once the helper took that many parts (any share of the
+/// parts on either thread).
 #[allow(clippy::type_complexity)]
 fn decode_on_two<'a>(
-    pool: &rayon::ThreadPool,
-    statuses: &'a Line,
-    diffs: &'a Line,
-    all: bool,
-    [head, tail]: [Vec<OrderStatus<'a>>; 2],
-    diffs_buf: Vec<BookDiff<'a>>,
-) -> (Decoded<'a, OrderStatus<'a>>, Decoded<'a, BookDiff<'a>>, Vec<OrderStatus<'a>>, u64) {
-    decode_parts(pool, statuses, diffs, all, [head, tail], diffs_buf, 0)
-}
-
-/// [`decode_on_two`], with this thread starting only once the helper took `front_waits` parts
-/// (tests: any share of the parts on either thread).
-#[allow(clippy::type_complexity)]
-fn decode_parts<'a>(
     pool: &rayon::ThreadPool,
     statuses: &'a Line,
     diffs: &'a Line,

@@ -505,7 +505,7 @@ fn a_block_decoded_in_parts_on_two_threads_equals_the_whole_decode() {
             assert!(whole.events.len() > 10);
             for front_waits in [0, 1, n / 2, n, n + 1] {
                 let (st, df, tail, _) =
-                    decode_parts(&pool, &statuses, &diffs, all, [vec![], vec![]], vec![], front_waits);
+                    decode_on_two(&pool, &statuses, &diffs, all, [vec![], vec![]], vec![], front_waits);
                 assert!(tail.is_empty());
                 assert_eq!(st.events, whole.events, "block {i}, all {all}, helper first {front_waits}");
                 assert_eq!(st.time, whole.time);
@@ -520,7 +520,7 @@ fn a_block_decoded_in_parts_on_two_threads_equals_the_whole_decode() {
                     let spaced = line(Stream::Statuses, format!("{} {}", &statuses.text[..at], &statuses.text[at..]));
                     for front_waits in [0, n] {
                         let (st, df, tail, _) =
-                            decode_parts(&pool, &spaced, &diffs, all, [vec![], vec![]], vec![], front_waits);
+                            decode_on_two(&pool, &spaced, &diffs, all, [vec![], vec![]], vec![], front_waits);
                         assert!(tail.is_empty());
                         assert_eq!(st.events, whole.events, "block {i}, all {all}, space in part {p}");
                         assert_eq!(df.events, whole_diffs);
@@ -648,7 +648,7 @@ fn decode_two_cost() {
             warm.offer();
             let t = Instant::now();
             let (bufs, diffs) = spare.take();
-            let (st, df, tail, start) = decode_on_two(&pool, s, d, false, bufs, diffs);
+            let (st, df, tail, start) = decode_on_two(&pool, s, d, false, bufs, diffs, 0);
             let ns = t.elapsed().as_nanos() as u64;
             if round % 2 == 0 {
                 two.push(ns);
