@@ -56,8 +56,9 @@ pub struct Line {
 pub enum Joined {
     /// Both lines of block `height`.
     Block { height: u64, statuses: Line, diffs: Line },
-    /// Block `height` is missing from at least one stream and never will arrive.
-    Gap { height: u64 },
+    /// Block `height` is missing from at least one stream and never will arrive; `line` is
+    /// the one stream's line of it, if one came (dropped: handed back for its buffer).
+    Gap { height: u64, line: Option<Line> },
 }
 
 /// The by-height join. Lines at or below the last emitted height are dropped.
@@ -78,16 +79,18 @@ impl Joiner {
         self.next
     }
 
-    /// Buffers a status or diff line of block `height` (fills are not joined).
-    pub fn push(&mut self, height: u64, line: Line) {
+    /// Buffers a status or diff line of block `height` (fills are not joined). Returns the
+    /// line it does not keep, if any: this one (below the next height, or a fills line) or the
+    /// one of the same stream and height it replaces.
+    pub fn push(&mut self, height: u64, line: Line) -> Option<Line> {
         if height < self.next {
-            return;
+            return Some(line);
         }
         match line.stream {
             Stream::Statuses => self.statuses.insert(height, line),
             Stream::Diffs => self.diffs.insert(height, line),
-            Stream::Fills => None,
-        };
+            Stream::Fills => Some(line),
+        }
     }
 
     /// The next joined block or gap, if one is decided.
@@ -101,10 +104,10 @@ impl Joiner {
         }
         let past = |map: &BTreeMap<u64, Line>| map.keys().next().is_some_and(|&k| k > h);
         if past(&self.statuses) || past(&self.diffs) {
-            self.statuses.remove(&h);
-            self.diffs.remove(&h);
+            // At most one of the two is there (both would have made a block).
+            let line = self.statuses.remove(&h).or_else(|| self.diffs.remove(&h));
             self.next += 1;
-            return Some(Joined::Gap { height: h });
+            return Some(Joined::Gap { height: h, line });
         }
         None
     }
@@ -130,7 +133,7 @@ mod tests {
         j.push(11, line(Stream::Diffs, "d11"));
         assert_eq!(j.pop(), None);
         j.push(11, line(Stream::Statuses, "s11"));
-        j.push(10, line(Stream::Statuses, "old"));
+        assert_eq!(j.push(10, line(Stream::Statuses, "old")).map(|l| l.text), Some("old".into()), "below next");
         assert!(matches!(j.pop(), Some(Joined::Block { height: 11, .. })));
         assert_eq!(j.pop(), None);
         j.push(12, line(Stream::Statuses, "s12"));
@@ -144,9 +147,46 @@ mod tests {
         let mut j = Joiner::new(0);
         j.push(1, line(Stream::Statuses, "s1"));
         j.push(2, line(Stream::Diffs, "d2"));
-        j.push(2, line(Stream::Statuses, "s2"));
-        assert_eq!(j.pop(), Some(Joined::Gap { height: 1 }));
+        assert_eq!(j.push(2, line(Stream::Statuses, "s2")), None);
+        assert_eq!(j.pop(), Some(Joined::Gap { height: 1, line: Some(line(Stream::Statuses, "s1")) }));
         assert!(matches!(j.pop(), Some(Joined::Block { height: 2, .. })));
         assert_eq!(j.next_height(), 3);
+        j.push(4, line(Stream::Diffs, "d4"));
+        assert_eq!(j.pop(), Some(Joined::Gap { height: 3, line: None }), "neither stream wrote 3");
+    }
+
+    /// Every line pushed comes back exactly once: in a block, a gap, or from `push` (below the
+    /// next height, a fills line, or replaced by a later line of its stream and height).
+    #[test]
+    fn every_line_comes_back_once() {
+        let mut j = Joiner::new(0);
+        let mut back = Vec::new();
+        let pushes = [
+            (1, Stream::Statuses, "s1"),
+            (1, Stream::Statuses, "s1 again"),
+            (1, Stream::Fills, "f1"),
+            (2, Stream::Diffs, "d2"),
+            (1, Stream::Diffs, "d1"),
+            (3, Stream::Statuses, "s3"),
+            (2, Stream::Statuses, "s2"),
+            (1, Stream::Diffs, "d1 late"),
+            (5, Stream::Diffs, "d5"),
+            (5, Stream::Statuses, "s5"),
+        ];
+        for (h, stream, text) in pushes {
+            back.extend(j.push(h, line(stream, text)));
+            while let Some(joined) = j.pop() {
+                match joined {
+                    Joined::Block { statuses, diffs, .. } => back.extend([statuses, diffs]),
+                    Joined::Gap { line, .. } => back.extend(line),
+                }
+            }
+        }
+        let mut texts: Vec<_> = back.iter().map(|l| l.text.as_str()).collect();
+        texts.sort_unstable();
+        let mut all: Vec<_> = pushes.iter().map(|p| p.2).collect();
+        all.sort_unstable();
+        assert_eq!(texts, all);
+        assert_eq!(j.pending(), 0);
     }
 }

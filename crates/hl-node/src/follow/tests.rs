@@ -167,3 +167,82 @@ fn watched_reads_only_what_is_written_after_seek_end() {
     watched.wait_lines(std::time::Duration::from_millis(1), &mut out);
     assert_eq!(out.len(), 2, "nothing read twice");
 }
+
+/// Lines copied into handed-back buffers are the same text as into fresh ones: across a
+/// partial line completed by a later read, a line longer than every kept buffer, invalid UTF-8
+/// (replaced as `from_utf8_lossy` does) and empty lines; and a kept buffer is used (no fresh
+/// allocation) when the line fits.
+#[test]
+fn lines_read_into_handed_back_buffers_are_the_same() {
+    let long = format!("{{\"block_number\":3,\"x\":\"{}\"}}", "L".repeat(5000));
+    let writes: Vec<Vec<u8>> = vec![
+        b"{\"block_number\":1,\"pad\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}\n{\"block_number\":2,\"p".to_vec(),
+        b"ad\":\"bb\"}\n\n".to_vec(),
+        format!("{long}\n{{\"block_number\":4}}\n").into_bytes(),
+        b"{\"block_number\":5,\"bad\":\"\xff\xfe\xc3\"}\n{\"block_number\":6,\"ok\":\"\xc3\xa9\"}\n{\"block_nu"
+            .to_vec(),
+        b"mber\":7}\n".to_vec(),
+    ];
+    let run = |recycle: bool| {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let path = hourly_path(dir, Stream::Diffs, (20260430, 23));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut f = Follower::new(dir, Stream::Diffs);
+        let (mut all, mut reused) = (Vec::new(), 0);
+        for bytes in &writes {
+            let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).unwrap();
+            file.write_all(bytes).unwrap();
+            let kept: Vec<*const u8> = f.spares.free.iter().map(|s| s.as_ptr()).collect();
+            let mut out = Vec::new();
+            f.poll_current(&mut out).unwrap();
+            reused += out.iter().filter(|l| kept.contains(&l.text.as_ptr())).count();
+            for line in out {
+                all.push((line.text.clone(), line.origin.line));
+                if recycle {
+                    f.recycle(line.text);
+                }
+            }
+        }
+        (all, reused)
+    };
+    let (fresh, none) = run(false);
+    let (recycled, reused) = run(true);
+    assert_eq!(none, 0);
+    assert_eq!(recycled, fresh);
+    let heights: Vec<_> = fresh.iter().map(|(t, _)| scan_block_number(t).unwrap()).collect();
+    assert_eq!(heights, (1..=7).collect::<Vec<_>>(), "the empty line is skipped");
+    assert_eq!(fresh[2].0, long);
+    assert_eq!(fresh[4].0, "{\"block_number\":5,\"bad\":\"\u{fffd}\u{fffd}\u{fffd}\"}");
+    assert_eq!(fresh[5].0, "{\"block_number\":6,\"ok\":\"é\"}");
+    assert_eq!(fresh[6].1, 8, "line numbers count the empty line");
+    // Lines 2 (into line 1's buffer), 4 (into 3's) and 6 fit a kept buffer; 3 (the long one)
+    // and 5 (invalid UTF-8, replaced) do not take one.
+    assert!(reused >= 3, "{reused} lines read into a kept buffer");
+}
+
+/// At most `SPARES` buffers are kept, the largest ones, none above `SPARE_MAX_BYTES`; a line
+/// takes the smallest one it fits in.
+#[test]
+fn kept_buffers_are_bounded() {
+    let mut spares = Spares::default();
+    for cap in [10usize, 300, 20, 4000, 50, 7, 600, 0] {
+        spares.put(String::with_capacity(cap));
+        assert!(spares.free.len() <= SPARES);
+    }
+    spares.put(String::with_capacity(SPARE_MAX_BYTES + 1));
+    let mut caps: Vec<_> = spares.free.iter().map(String::capacity).collect();
+    caps.sort_unstable();
+    assert_eq!(caps, vec![50, 300, 600, 4000]);
+    let mut s = String::with_capacity(100);
+    s.push_str("old text");
+    spares.put(s);
+    assert_eq!(spares.free.len(), SPARES);
+    assert!(spares.free.iter().all(String::is_empty), "kept buffers are emptied");
+    let line = "x".repeat(250);
+    let text = spares.text(&line);
+    assert_eq!((text.as_str(), text.capacity()), (line.as_str(), 300), "the smallest that fits");
+    let text = spares.text(&"y".repeat(5000));
+    assert_eq!(text.len(), 5000, "longer than every kept buffer: a new one");
+    assert_eq!(spares.free.len(), SPARES - 1);
+}

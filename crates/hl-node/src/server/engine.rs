@@ -414,9 +414,12 @@ impl Engine {
         }
     }
 
+    /// Every path hands the line (or the line the joiner drops) back to its follower
+    /// ([`Engine::recycle`]).
     fn ingest(&mut self, line: Line) {
         if self.config.raw {
             self.relay(&line);
+            self.recycle(line);
             return;
         }
         let Some(height) = scan_block_number(&line.text) else {
@@ -425,30 +428,51 @@ impl Engine {
                 let id = self.books.coin_id(coin);
                 self.books.mark_stale(id);
             }
+            self.recycle(line);
             return;
         };
         if self.config.stop_after.is_some_and(|stop| height > stop) {
+            self.recycle(line);
             return;
         }
         if self.record_timings && line.stream != Stream::Fills {
             self.read_at[usize::from(line.stream == Stream::Diffs)] = (height, self.woken, Instant::now());
         }
         match line.stream {
-            Stream::Fills => self.on_fills(height, &line),
+            Stream::Fills => {
+                self.on_fills(height, &line);
+                self.recycle(line);
+            }
             _ => {
-                self.joiner.push(height, line);
+                if let Some(dropped) = self.joiner.push(height, line) {
+                    self.recycle(dropped);
+                }
                 while let Some(joined) = self.joiner.pop() {
                     match joined {
-                        Joined::Block { height, statuses, diffs } => self.on_block(height, &statuses, &diffs),
-                        Joined::Gap { height } => {
+                        Joined::Block { height, statuses, diffs } => {
+                            self.on_block(height, &statuses, &diffs);
+                            self.recycle(statuses);
+                            self.recycle(diffs);
+                        }
+                        Joined::Gap { height, line } => {
                             self.report(format!(
                                 "block {height} missing from a stream: every book is stale until the next snapshot"
                             ));
                             self.books.mark_all_stale();
+                            if let Some(line) = line {
+                                self.recycle(line);
+                            }
                         }
                     }
                 }
             }
+        }
+    }
+
+    /// Hands a line's buffer back to the follower of its stream: its next line is read into it.
+    fn recycle(&mut self, line: Line) {
+        if let Some(follower) = self.followers.iter_mut().find(|f| f.stream() == line.stream) {
+            follower.recycle(line.text);
         }
     }
 
