@@ -607,8 +607,9 @@ fn a_wake_up_without_a_block_spins_the_helper_once_within_its_bound() {
 }
 
 /// Not a check but a micro-benchmark: a block's two lines decoded on one thread (into fresh
-/// buffers and into the last block's), and on two (`decode_on_two`, reused buffers), on the default generated market (229 coins, 600 orders per block),
-/// without l4 subscribers. Prints per-block medians. Run optimised (see /tmp/tt/h1-bench.sh):
+/// buffers and into the last block's), and on two (`decode_on_two`, reused buffers), on the
+/// default generated market (229 coins, 600 orders per block), without l4 subscribers. Prints
+/// per-block medians and p90s. Run optimised:
 /// `cargo test --release -p ticktrade-hl-node --lib -- --ignored --nocapture decode_two_cost`.
 #[test]
 #[ignore = "micro-benchmark: run on purpose, optimised, with --nocapture"]
