@@ -1,7 +1,8 @@
 //! `--rt-priority`: the server's engine thread, and the helper it starts on the first block,
-//! run under SCHED_FIFO at the asked priority, read back from /proc as any operator would
-//! (`ps -L -o cls,rtprio`); a priority the kernel refuses or that is out of range fails
-//! `start` with the reason instead of serving at a class the operator did not ask for.
+//! run each block under SCHED_FIFO at the asked priority and are in the normal class between
+//! blocks, read back from /proc as any operator would (`ps -L -o cls,rtprio`); a priority the
+//! kernel refuses or that is out of range fails `start` with the reason instead of serving at
+//! a class the operator did not ask for.
 
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
@@ -48,7 +49,9 @@ async fn engine_threads_run_at_the_asked_realtime_priority_or_start_says_why_not
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = ServeConfig { rt_priority: Some(7), ..ServeConfig::default() };
-    let server = match start(listener, engine(tmp.path(), &generator), tmp.path(), docs(), config) {
+    let engine = engine(tmp.path(), &generator);
+    let stats = engine.stats();
+    let server = match start(listener, engine, tmp.path(), docs(), config) {
         Ok(server) => server,
         Err(err) => {
             // Not root and no CAP_SYS_NICE: the reason, and no server at a class not asked for.
@@ -57,20 +60,31 @@ async fn engine_threads_run_at_the_asked_realtime_priority_or_start_says_why_not
             return;
         }
     };
-    assert_eq!(class_of("hl-engine"), Some((1, 7)), "the engine thread runs SCHED_FIFO 7");
-    // The helper thread is started from the engine thread on the first block: it inherits.
-    let block = generator.next_block(Utc::from_millis(1_700_000_000_000));
-    writer.write_block(&block, order(0)).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    if EngineConfig::default_threads() == 2 {
-        let helper = loop {
-            if let Some(class) = class_of("hl-engine-1") {
-                break class;
-            }
-            assert!(Instant::now() < deadline, "no helper thread after the first block");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
-        assert_eq!(helper, (1, 7), "the helper thread inherits SCHED_FIFO 7");
+    // Between blocks the engine thread is in the normal class (the permission was checked
+    // with a switch up and down).
+    assert_eq!(class_of("hl-engine"), Some((0, 0)), "the engine thread waits in the normal class");
+    let two = EngineConfig::default_threads() == 2;
+    let start_height = stats.lock().unwrap().height;
+    for (i, n) in [1u64, 2, 3].into_iter().enumerate() {
+        let block = generator.next_block(Utc::from_millis(1_700_000_000_000 + 100 * i as i64));
+        writer.write_block(&block, order(0)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while stats.lock().unwrap().height < start_height + n {
+            assert!(Instant::now() < deadline, "block {n} not applied");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    // Each block ran on threads switched to SCHED_FIFO 7: the engine thread's every block, the
+    // helper's from the block after it started (it records itself as it starts, on the first).
+    let (engine_blocks, helper_blocks) = stats.lock().unwrap().realtime_blocks;
+    assert_eq!(engine_blocks, 3);
+    if two {
+        assert!(helper_blocks >= 1, "the helper ran no block real-time");
+    }
+    // ... and both are back in the normal class after them.
+    assert_eq!(class_of("hl-engine"), Some((0, 0)), "the engine thread is normal between blocks");
+    if two {
+        assert_eq!(class_of("hl-engine-1"), Some((0, 0)), "the helper is normal between blocks");
     }
     // The connection tasks stay in the normal class (policy 0).
     let tokio_workers = std::fs::read_dir("/proc/self/task")

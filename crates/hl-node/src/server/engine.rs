@@ -152,6 +152,9 @@ pub struct EngineStats {
     /// Per block: when it started (both lines in memory), its first `l2Book` frame was queued,
     /// and its last frame was queued, keyed by the block time (ms), for the end-to-end bench.
     pub marks: Vec<BlockMarks>,
+    /// Blocks whose engine thread, and whose helper, ran under `SCHED_FIFO`
+    /// ([`Engine::realtime_blocks`]).
+    pub realtime_blocks: (u64, u64),
     /// Height of the last applied block.
     pub height: u64,
     /// Malformed input and apply errors, `file:line: what`.
@@ -214,6 +217,8 @@ pub struct Engine {
     /// this thread as its other member; `None` before, and for good if that failed.
     pool: Option<rayon::ThreadPool>,
     pool_failed: bool,
+    /// Switches the block's threads to real-time and back (`Engine::realtime_blocks`).
+    block_class: Option<crate::sched::BlockClass>,
     /// Keeps the helper thread spinning from a file wake-up to the block's stages ([`Warm`]).
     warm: Arc<Warm>,
     /// The last block's decode buffers, empty, for the next block.
@@ -296,6 +301,7 @@ impl Engine {
             lanes: (0..config.threads.clamp(1, 2)).map(|_| Lane::new()).collect(),
             pool: None,
             pool_failed: false,
+            block_class: None,
             warm: Arc::new(Warm::new()),
             spare: Spare::default(),
             n_parallel: 0,
@@ -520,11 +526,14 @@ impl Engine {
 
     fn on_block(&mut self, height: u64, statuses_line: &Line, diffs_line: &Line) {
         let started = Instant::now();
+        // Before the switch to real-time: a helper started now (the first block) inherits the
+        // engine thread's class, and only a class switched by `raise` is switched back.
+        let both = self.two_threads();
+        self.switch_class(true);
         // The two lines are decoded at once when there are two threads (`decode_on_two`), into
         // the last block's buffers (`Spare`).
         let (status_bufs, diffs_buf) = self.spare.take();
         let all_statuses = !self.subs.l4.is_empty();
-        let both = self.two_threads();
         let mut helper_start = [u64::MAX; 2];
         let (st, df, tail_buf) = match self.pool.as_ref().filter(|_| both) {
             Some(pool) => {
@@ -590,8 +599,11 @@ impl Engine {
         }
         self.publish_l4(height, time, &statuses, &diffs);
         self.spare.put(statuses, tail_buf, diffs);
+        self.switch_class(false);
+        let realtime_blocks = self.n_realtime_blocks();
         if let Ok(mut stats) = self.stats.lock() {
             stats.height = height;
+            stats.realtime_blocks = realtime_blocks;
             if timings {
                 let done = Instant::now();
                 let total = done.duration_since(started).as_nanos() as u64;
@@ -629,6 +641,31 @@ impl Engine {
         }
     }
 
+    /// Switches the block's threads to real-time (`up`) or back ([`Engine::realtime_blocks`]);
+    /// a refusal is logged once and the engine goes on in the normal class.
+    fn switch_class(&mut self, up: bool) {
+        if let Some(class) = self.block_class.as_mut() {
+            let switched = if up { class.raise() } else { class.lower() };
+            if let Err(err) = switched {
+                tracing::warn!("blocks run in the normal class from now on: {err}");
+            }
+        }
+    }
+
+    /// Runs each block from now on with its threads switched to `SCHED_FIFO` by `class`, and
+    /// back to the normal class after it (`--rt-priority`): called on the engine thread before
+    /// its first block (the helper, started on the first block, records itself then). The
+    /// caller checks the permission first (`BlockClass::probe`, as `server::start` does).
+    pub fn realtime_blocks(&mut self, class: crate::sched::BlockClass) {
+        self.block_class = Some(class);
+    }
+
+    /// Blocks run with the engine thread, and with the helper, switched to real-time
+    /// ([`Engine::realtime_blocks`]).
+    pub fn n_realtime_blocks(&self) -> (u64, u64) {
+        self.block_class.as_ref().map_or((0, 0), crate::sched::BlockClass::raised_blocks)
+    }
+
     /// True when this block runs on two threads: `EngineConfig::threads` is 2 and the pool
     /// with this thread as its first member exists (built here on the first block; an engine
     /// driven from another thread than the one that built it runs on one).
@@ -637,10 +674,17 @@ impl Engine {
             return false;
         }
         if self.pool.is_none() {
+            // The helper records itself for the switches to real-time (`BlockClass`).
+            let slot = self.block_class.as_ref().map(crate::sched::BlockClass::helper_slot);
             let built = rayon::ThreadPoolBuilder::new()
                 .num_threads(2)
                 .use_current_thread()
                 .thread_name(|i| format!("hl-engine-{i}"))
+                .start_handler(move |i| {
+                    if let (1, Some(slot)) = (i, slot.as_ref()) {
+                        let _ = slot.set(crate::sched::ThreadRef::current());
+                    }
+                })
                 .build();
             match built {
                 Ok(pool) => self.pool = Some(pool),
@@ -677,6 +721,7 @@ impl Engine {
         #[cfg(not(test))]
         let helper_only = false;
         let time_ms = self.books.time().as_millis().max(0) as u64;
+        let helper_done = self.block_class.as_ref().map(crate::sched::BlockClass::helper_done);
         let Engine { books, views, subs, lanes, pool, record_timings, warm, .. } = self;
         let (coins, parts) = books.split_block(plan);
         let mut lists = views.iter_mut().enumerate();
@@ -714,6 +759,11 @@ impl Engine {
                         let start = helper_since(offered);
                         helper_started.store(true, Ordering::Release);
                         second.drain(&ctx, &queue);
+                        // The helper back to the normal class now (if the block raised it), not
+                        // the engine thread when it ran this half itself.
+                        if let (Some(done), true) = (helper_done.as_ref(), start != u64::MAX) {
+                            done.run();
+                        }
                         (start, timings.then(Instant::now))
                     },
                 );

@@ -51,9 +51,9 @@ pub struct ServeConfig {
     /// one frame, or up to `publish::BATCH` (8) `l2Book` frames of one coin (a client's frames
     /// of a coin in one block).
     pub queue: usize,
-    /// Run the engine thread (and the helper it starts) under `SCHED_FIFO` at this priority
-    /// (`--rt-priority`, see `crate::sched`); `start` fails with the reason when that is not
-    /// permitted. `None`: the normal class.
+    /// Run each block on the engine thread and its helper under `SCHED_FIFO` at this priority,
+    /// in the normal class between blocks (`--rt-priority`, see `crate::sched::BlockClass`);
+    /// `start` fails with the reason when that is not permitted. `None`: the normal class.
     pub rt_priority: Option<u8>,
 }
 
@@ -110,7 +110,16 @@ pub fn start(
     let rt_priority = config.rt_priority;
     let (class_tx, class_rx) = std::sync::mpsc::sync_channel(1);
     let thread = std::thread::Builder::new().name("hl-engine".into()).spawn(move || {
-        let class = rt_priority.map_or(Ok(()), crate::sched::set_realtime);
+        // Each block under SCHED_FIFO, the threads in the normal class between blocks; the
+        // permission checked now (a switch up and down), so a refusal fails `start`.
+        let mut engine = engine;
+        let class = match rt_priority.map(crate::sched::BlockClass::new).transpose() {
+            Ok(Some(class)) => class.probe().map(|()| {
+                engine.realtime_blocks(class);
+            }),
+            Ok(None) => Ok(()),
+            Err(err) => Err(err),
+        };
         let refused = class.is_err();
         let _ = class_tx.send(class);
         if !refused {
