@@ -19,6 +19,7 @@
 //! real-time thread is not preempted by normal ones and, switched to it while runnable,
 //! preempts them at once. The price, on 2 vCPUs: the connection tasks wait for the end of the
 //! block (docs/PERFORMANCE.md §6), so it is off by default.
+
 /// Why the scheduling class could not be changed.
 #[derive(Debug, thiserror::Error)]
 pub enum SchedError {
@@ -89,9 +90,9 @@ mod imp {
         .map_err(|e| SchedError::Denied { priority, reason: e.to_string() })
     }
 
-    /// The normal class for `thread` (its niceness unchanged: `setpriority` would apply to the
-    /// calling thread, so the class is set with `Crossplatform` of the calling thread's own
-    /// niceness 0, as [`set_normal`] leaves it).
+    /// The normal class for `thread`, its niceness untouched. The crate's call also sets the
+    /// *calling* thread's niceness to 0 (its `setpriority` applies to the caller), which is
+    /// what [`set_normal`] leaves the engine thread at anyway.
     pub fn set_normal_of(thread: Native) -> Result<(), SchedError> {
         let nice_zero = ThreadPriorityValue::try_from(47u8).map_err(|e| SchedError::Normal(e.to_string()))?;
         set_thread_priority_and_policy(
