@@ -269,14 +269,24 @@ fn per_block(args: &Args, tmp: &std::path::Path, threads: usize) -> anyhow::Resu
                 p.iter().map(|&ns| ticktrade_latency::Human(ns).to_string()).collect::<Vec<_>>().join("/")
             });
             format!(
-                "{} ({split}; {} coins, {} views)",
+                "{} ({split}; {} coins, {} views{})",
                 ticktrade_latency::Human(block_ns[i]),
                 changed.get(i).copied().unwrap_or(0),
-                aggregated.get(i).copied().unwrap_or(0)
+                aggregated.get(i).copied().unwrap_or(0),
+                starts.get(i).map_or(String::new(), |&s| format!("; {}", helper_part(s)))
             )
         })
         .collect::<Vec<_>>()
         .join(", ");
+    // A block over 1 ms that the helper took no part in was done by the engine thread alone:
+    // the helper's CPU was taken when it started (see `hl_node::sched`).
+    let over: Vec<usize> = (0..block_ns.len()).filter(|&i| block_ns[i] > 1_000_000).collect();
+    let alone = over.iter().filter(|&&i| starts.get(i).is_some_and(|s| s[0] == u64::MAX && s[1] == u64::MAX)).count();
+    let slowest = if threads == 2 {
+        format!("{slowest}; {} blocks over 1 ms, {alone} of them without the helper", over.len())
+    } else {
+        slowest
+    };
     Ok(PerBlock {
         slowest,
         hist,
@@ -290,6 +300,17 @@ fn per_block(args: &Args, tmp: &std::path::Path, threads: usize) -> anyhow::Resu
         blocks,
         helper,
     })
+}
+
+/// When the helper started its share of a block's decode and of its coins
+/// (`EngineStats::helper_start_ns`), or that it took no part.
+fn helper_part([decode, coins]: [u64; 2]) -> String {
+    let at = |ns: u64| if ns == u64::MAX { "-".to_owned() } else { ticktrade_latency::Human(ns).to_string() };
+    if decode == u64::MAX && coins == u64::MAX {
+        "the helper took no part".to_owned()
+    } else {
+        format!("helper in after {}/{}", at(decode), at(coins))
+    }
 }
 
 fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
@@ -338,7 +359,7 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
          ticktrade per block, stage p99 (each on its own), {default} thread(s): {}\n\
          ticktrade per block, stage mean, the other: {}; with 2 threads apply/l2/encode/queue are summed over both threads\n\
          2 threads, the helper started its half of {}\n\
-         slowest blocks, {default} thread(s) (decode/apply/l2/encode/queue; coins changed, views aggregated): {}\n\
+         slowest blocks, {default} thread(s) (decode/apply/l2/encode/queue; coins changed, views aggregated; when the helper started its decode/coins): {}\n\
          {} coins, {} l2Book subscriptions; per block: {:.0} statuses, {:.0} diffs, {:.1} coins changed ({:.0} views of theirs subscribed), {:.0} views aggregated (the others kept by the touched-range rule), {:.0} l2Book frames (ticktrade) vs {} (baseline); e2e: {} blocks every {} ms, {} frames\n",
         match args.rt_priority {
             Some(p) => format!(
@@ -368,4 +389,16 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
     let outcome = Outcome { title: "ticktrade bench hl".into(), notes, series, summary: None };
     emit_outcome(outcome, &args.output)?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::helper_part;
+
+    #[test]
+    fn a_block_says_when_its_helper_started_or_that_it_took_no_part() {
+        assert_eq!(helper_part([u64::MAX, u64::MAX]), "the helper took no part");
+        assert_eq!(helper_part([3_000, 900]), "helper in after 3.00µs/900ns");
+        assert_eq!(helper_part([u64::MAX, 450_000]), "helper in after -/450µs");
+    }
 }
