@@ -52,28 +52,6 @@ mod imp {
         ThreadSchedulePolicy, set_thread_priority_and_policy, thread_native_id, thread_schedule_policy_param,
     };
 
-    pub fn set_realtime(priority: u8) -> Result<(), SchedError> {
-        let value = ThreadPriorityValue::try_from(priority).map_err(|_| SchedError::Range(priority))?;
-        set_thread_priority_and_policy(
-            thread_native_id(),
-            ThreadPriority::Crossplatform(value),
-            ThreadSchedulePolicy::Realtime(RealtimeThreadSchedulePolicy::Fifo),
-        )
-        .map_err(|e| SchedError::Denied { priority, reason: e.to_string() })
-    }
-
-    pub fn set_normal() -> Result<(), SchedError> {
-        // Niceness 0: for the normal class `Crossplatform(p)` is niceness
-        // `trunc(39 * (1 - p / 99)) - 20`, which is 0 for p = 47.
-        let nice_zero = ThreadPriorityValue::try_from(47u8).map_err(|e| SchedError::Normal(e.to_string()))?;
-        set_thread_priority_and_policy(
-            thread_native_id(),
-            ThreadPriority::Crossplatform(nice_zero),
-            ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Other),
-        )
-        .map_err(|e| SchedError::Normal(e.to_string()))
-    }
-
     pub type Native = thread_priority::ThreadId;
 
     pub fn native() -> Native {
@@ -92,8 +70,10 @@ mod imp {
 
     /// The normal class for `thread`, its niceness untouched. The crate's call also sets the
     /// *calling* thread's niceness to 0 (its `setpriority` applies to the caller), which is
-    /// what [`set_normal`] leaves the engine thread at anyway.
+    /// what [`super::set_normal`] leaves the engine thread at anyway.
     pub fn set_normal_of(thread: Native) -> Result<(), SchedError> {
+        // Niceness 0: for the normal class `Crossplatform(p)` is niceness
+        // `trunc(39 * (1 - p / 99)) - 20`, which is 0 for p = 47.
         let nice_zero = ThreadPriorityValue::try_from(47u8).map_err(|e| SchedError::Normal(e.to_string()))?;
         set_thread_priority_and_policy(
             thread,
@@ -101,10 +81,6 @@ mod imp {
             ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Other),
         )
         .map_err(|e| SchedError::Normal(e.to_string()))
-    }
-
-    pub fn current() -> Class {
-        class_of(thread_native_id())
     }
 
     pub fn class_of(thread: Native) -> Class {
@@ -120,18 +96,6 @@ mod imp {
 #[cfg(not(target_os = "linux"))]
 mod imp {
     use super::{Class, SchedError};
-
-    pub fn set_realtime(_priority: u8) -> Result<(), SchedError> {
-        Err(SchedError::Unsupported)
-    }
-
-    pub fn set_normal() -> Result<(), SchedError> {
-        Ok(())
-    }
-
-    pub fn current() -> Class {
-        Class::Other
-    }
 
     pub type Native = ();
 
@@ -153,20 +117,17 @@ mod imp {
 /// Switches the calling thread to `SCHED_FIFO` at `priority` (1..=99). Threads it creates
 /// afterwards inherit the class.
 pub fn set_realtime(priority: u8) -> Result<(), SchedError> {
-    if !(1..=99).contains(&priority) {
-        return Err(SchedError::Range(priority));
-    }
-    imp::set_realtime(priority)
+    ThreadRef::current().set_realtime(priority)
 }
 
 /// Switches the calling thread back to the normal time-sharing class at niceness 0.
 pub fn set_normal() -> Result<(), SchedError> {
-    imp::set_normal()
+    ThreadRef::current().set_normal()
 }
 
 /// The calling thread's scheduling class.
 pub fn current() -> Class {
-    imp::current()
+    ThreadRef::current().class()
 }
 
 /// A thread of this process whose class another thread may switch (the engine's helper,
@@ -253,10 +214,6 @@ impl BlockClass {
     pub fn probe(&self) -> Result<(), SchedError> {
         set_realtime(self.priority)?;
         set_normal()
-    }
-
-    pub fn priority(&self) -> u8 {
-        self.priority
     }
 
     /// Blocks whose engine thread, and whose helper, were switched to real-time.

@@ -600,7 +600,7 @@ impl Engine {
         self.publish_l4(height, time, &statuses, &diffs);
         self.spare.put(statuses, tail_buf, diffs);
         self.switch_class(false);
-        let realtime_blocks = self.n_realtime_blocks();
+        let realtime_blocks = self.block_class.as_ref().map_or((0, 0), crate::sched::BlockClass::raised_blocks);
         if let Ok(mut stats) = self.stats.lock() {
             stats.height = height;
             stats.realtime_blocks = realtime_blocks;
@@ -658,12 +658,6 @@ impl Engine {
     /// caller checks the permission first (`BlockClass::probe`, as `server::start` does).
     pub fn realtime_blocks(&mut self, class: crate::sched::BlockClass) {
         self.block_class = Some(class);
-    }
-
-    /// Blocks run with the engine thread, and with the helper, switched to real-time
-    /// ([`Engine::realtime_blocks`]).
-    pub fn n_realtime_blocks(&self) -> (u64, u64) {
-        self.block_class.as_ref().map_or((0, 0), crate::sched::BlockClass::raised_blocks)
     }
 
     /// True when this block runs on two threads: `EngineConfig::threads` is 2 and the pool

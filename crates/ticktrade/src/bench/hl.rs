@@ -188,9 +188,11 @@ fn per_block(args: &Args, tmp: &std::path::Path, threads: usize) -> anyhow::Resu
         }
         blocks.push(block);
     }
+    let stats = engine.stats();
+    let stats = stats.lock().map_err(|_| anyhow::anyhow!("stats poisoned"))?;
     // Every block's engine thread ran real-time, and the helper in every timed block (it records
     // itself as it starts, during the first block).
-    let (raised, helper_raised) = engine.n_realtime_blocks();
+    let (raised, helper_raised) = stats.realtime_blocks;
     anyhow::ensure!(
         args.rt_priority.is_none()
             || (raised == warmup + args.blocks && (threads == 1 || helper_raised + warmup >= raised)),
@@ -202,8 +204,6 @@ fn per_block(args: &Args, tmp: &std::path::Path, threads: usize) -> anyhow::Resu
         "the engine ran on {} threads, not {threads}",
         engine.threads_used()
     );
-    let stats = engine.stats();
-    let stats = stats.lock().map_err(|_| anyhow::anyhow!("stats poisoned"))?;
     anyhow::ensure!(
         stats.reports.is_empty(),
         "engine reported problems: {:?}",
@@ -281,7 +281,7 @@ fn per_block(args: &Args, tmp: &std::path::Path, threads: usize) -> anyhow::Resu
     // A block over 1 ms that the helper took no part in was done by the engine thread alone:
     // the helper's CPU was taken when it started (see `hl_node::sched`).
     let over: Vec<usize> = (0..block_ns.len()).filter(|&i| block_ns[i] > 1_000_000).collect();
-    let alone = over.iter().filter(|&&i| starts.get(i).is_some_and(|s| s[0] == u64::MAX && s[1] == u64::MAX)).count();
+    let alone = over.iter().filter(|&&i| starts.get(i).is_some_and(|&s| took_no_part(s))).count();
     let slowest = if threads == 2 {
         format!("{slowest}; {} blocks over 1 ms, {alone} of them without the helper", over.len())
     } else {
@@ -304,13 +304,19 @@ fn per_block(args: &Args, tmp: &std::path::Path, threads: usize) -> anyhow::Resu
 
 /// When the helper started its share of a block's decode and of its coins
 /// (`EngineStats::helper_start_ns`), or that it took no part.
-fn helper_part([decode, coins]: [u64; 2]) -> String {
+fn helper_part(starts @ [decode, coins]: [u64; 2]) -> String {
     let at = |ns: u64| if ns == u64::MAX { "-".to_owned() } else { ticktrade_latency::Human(ns).to_string() };
-    if decode == u64::MAX && coins == u64::MAX {
+    if took_no_part(starts) {
         "the helper took no part".to_owned()
     } else {
         format!("helper in after {}/{}", at(decode), at(coins))
     }
+}
+
+/// The helper started neither its share of the decode nor of the coins (the engine thread ran
+/// the block alone).
+fn took_no_part(starts: [u64; 2]) -> bool {
+    starts == [u64::MAX; 2]
 }
 
 fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
