@@ -43,6 +43,7 @@ use ticktrade_hl_proto::snapshot::Snapshot;
 use ticktrade_hl_proto::ws::{ClientMessage, L2Variant};
 use ticktrade_latency::{Histogram, Series};
 
+use super::host::{self, CpuTicks};
 use super::report::{Outcome, Output, emit_outcome};
 
 #[derive(clap::Args, Debug)]
@@ -322,13 +323,23 @@ fn took_no_part(starts: [u64; 2]) -> bool {
 fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
     // 1. Per-block processing, ticktrade's engine driven synchronously: on one thread, then
     // on two (the same lines: the generator is seeded).
+    // The host's steal is read around each run (`host`): the tail of a run is read beside it.
+    let mut steal = Vec::new();
+    let mut stolen = |name: &str, before: Option<CpuTicks>| {
+        steal.push(format!("{name} {}", host::steal_between(before, CpuTicks::now())));
+    };
+    let before = CpuTicks::now();
     let one = per_block(args, &tmp.join("one"), 1)?;
+    stolen("1-thread run", before);
+    let before = CpuTicks::now();
     let two = per_block(args, &tmp.join("two"), 2)?;
+    stolen("2-thread run", before);
     let mut baseline = baseline::Baseline::new(&books_of(&generator(args))?);
     let warmup = WARMUP;
     let blocks = &one.blocks;
     anyhow::ensure!(one.n_frames == two.n_frames, "1 thread sent {} frames, 2 threads {}", one.n_frames, two.n_frames);
     // 2. The baseline on the same lines.
+    let before = CpuTicks::now();
     let mut base = Histogram::new();
     for (i, block) in blocks.iter().enumerate() {
         let ns = baseline.block(block)?;
@@ -336,8 +347,11 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
             base.record(ns);
         }
     }
+    stolen("baseline", before);
     // 3. End to end through a real server.
+    let before = CpuTicks::now();
     let e2e = e2e::run(args, &tmp.join("e2e"))?;
+    stolen("e2e", before);
 
     let per = |n: u64| n as f64 / args.blocks.max(1) as f64;
     let base_p50 = base.percentiles().p50;
@@ -366,6 +380,7 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
          ticktrade per block, stage mean, the other: {}; with 2 threads apply/l2/encode/queue are summed over both threads\n\
          2 threads, the helper started its half of {}\n\
          slowest blocks, {default} thread(s) (decode/apply/l2/encode/queue; coins changed, views aggregated; when the helper started its decode/coins): {}\n\
+         host steal (/proc/stat: this VM's vCPUs ready to run while the hypervisor ran something else; not in any thread's CPU time): {}\n\
          {} coins, {} l2Book subscriptions; per block: {:.0} statuses, {:.0} diffs, {:.1} coins changed ({:.0} views of theirs subscribed), {:.0} views aggregated (the others kept by the touched-range rule), {:.0} l2Book frames (ticktrade) vs {} (baseline); e2e: {} blocks every {} ms, {} frames\n",
         match args.rt_priority {
             Some(p) => format!(
@@ -379,6 +394,7 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
         stages(other.phases),
         two.helper,
         main.slowest,
+        steal.join(", "),
         args.coins,
         args.coins * 7,
         per(main.n_statuses),

@@ -10,6 +10,7 @@ mod all;
 mod book;
 mod feed;
 mod hl;
+mod host;
 mod matching;
 mod order;
 mod report;
