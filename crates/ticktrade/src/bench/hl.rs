@@ -380,7 +380,7 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
          ticktrade per block, stage mean, the other: {}; with 2 threads apply/l2/encode/queue are summed over both threads\n\
          2 threads, the helper started its half of {}\n\
          slowest blocks, {default} thread(s) (decode/apply/l2/encode/queue; coins changed, views aggregated; when the helper started its decode/coins): {}\n\
-         host steal (/proc/stat: this VM's vCPUs ready to run while the hypervisor ran something else; not in any thread's CPU time): {}\n\
+         host steal by part of this benchmark (the whole run below): {}\n\
          {} coins, {} l2Book subscriptions; per block: {:.0} statuses, {:.0} diffs, {:.1} coins changed ({:.0} views of theirs subscribed), {:.0} views aggregated (the others kept by the touched-range rule), {:.0} l2Book frames (ticktrade) vs {} (baseline); e2e: {} blocks every {} ms, {} frames\n",
         match args.rt_priority {
             Some(p) => format!(

@@ -31,6 +31,27 @@ impl CpuTicks {
     }
 }
 
+thread_local! {
+    /// The counters when this thread started the benchmark it runs ([`mark_run_start`]).
+    static RUN_START: std::cell::Cell<Option<CpuTicks>> = const { std::cell::Cell::new(None) };
+}
+
+/// Marks the start of a benchmark on this thread (`bench::run`, for each benchmark `bench all`
+/// runs too): [`run_note`] reports the steal since.
+pub(crate) fn mark_run_start() {
+    RUN_START.set(CpuTicks::now());
+}
+
+/// The line every benchmark's notes end with: the host's steal since [`mark_run_start`] on this
+/// thread; `None` without a mark, or where `/proc/stat` cannot be read.
+pub(crate) fn run_note() -> Option<String> {
+    let start = RUN_START.get()?;
+    Some(format!(
+        "host steal during this benchmark (/proc/stat: this VM's vCPUs ready to run while the hypervisor ran something else; not in any thread's CPU time): {}",
+        steal_between(Some(start), CpuTicks::now())
+    ))
+}
+
 /// The aggregate `cpu` line of a `/proc/stat` text.
 fn parse(text: &str) -> Option<CpuTicks> {
     let line = text.lines().find(|l| l.split_whitespace().next() == Some("cpu"))?;
@@ -73,6 +94,19 @@ mod tests {
         assert_eq!(parse("cpu  1 2 x 4 5 6 7 8\n"), None);
         assert_eq!(parse("cpu0 1 2 3 4 5 6 7 8\n"), None);
         assert_eq!(parse(""), None);
+    }
+
+    #[test]
+    fn the_run_note_needs_a_mark_on_this_thread() {
+        assert_eq!(std::thread::spawn(run_note).join().unwrap(), None);
+        let note = std::thread::spawn(|| {
+            mark_run_start();
+            run_note()
+        });
+        let note = note.join().unwrap();
+        // Where /proc/stat is readable (Linux) the mark holds and the note says the steal.
+        assert_eq!(note.is_some(), CpuTicks::now().is_some());
+        assert!(note.is_none_or(|n| n.starts_with("host steal during this benchmark") && n.contains(" ms (")));
     }
 
     #[test]

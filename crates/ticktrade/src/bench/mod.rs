@@ -42,6 +42,8 @@ enum Which {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Each benchmark's notes end with the host's steal since here (`report::emit_outcome`).
+    host::mark_run_start();
     match args.which {
         Which::Book(args) => book::run(args),
         Which::Match(args) => matching::run(args),

@@ -5,7 +5,8 @@
 //! Owns: the `--json`/`--plot` flags (`Output`), what a benchmark hands over (`Outcome`), where
 //! its text goes, and the Markdown form of the table for `REPORT.md`.
 //! Must not: measure anything or format numbers its own way: the table, JSON lines and SVG are
-//! `ticktrade_latency::render`'s.
+//! `ticktrade_latency::render`'s. The notes' last line, the host's steal during the benchmark,
+//! is `host`'s.
 //!
 //! With `--json`, a benchmark that has a summary object (`bench book`'s figures from issue 3,
 //! `bench match`'s) prints it as the first line, then one object per series; the table and the
@@ -85,7 +86,14 @@ pub(crate) fn emit(notes: &str, series: &[Series], json: bool, plot: Option<&Pat
 }
 
 /// `emit` for an `Outcome` (with its summary object).
-pub(crate) fn emit_outcome(outcome: Outcome, output: &Output) -> anyhow::Result<()> {
+pub(crate) fn emit_outcome(mut outcome: Outcome, output: &Output) -> anyhow::Result<()> {
+    if let Some(line) = super::host::run_note() {
+        if !outcome.notes.is_empty() && !outcome.notes.ends_with('\n') {
+            outcome.notes.push('\n');
+        }
+        outcome.notes.push_str(&line);
+        outcome.notes.push('\n');
+    }
     if let Some(path) = &output.plot {
         std::fs::write(path, svg_string(&outcome.title, &outcome.plotted()))
             .with_context(|| format!("writing {}", path.display()))?;
