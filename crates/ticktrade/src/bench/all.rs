@@ -19,7 +19,7 @@ use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 use ticktrade_latency::{Human, Series};
 
-use super::report::{Outcome, capture, markdown_table};
+use super::report::{Outcome, capture, markdown_table, with_newline};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -447,10 +447,6 @@ fn render_report(command: &str, args: &Args, start: &Machine, end: &Machine, run
         }
     }
     md
-}
-
-fn with_newline(text: &str) -> String {
-    if text.is_empty() || text.ends_with('\n') { text.to_owned() } else { format!("{text}\n") }
 }
 
 fn file_name(path: &Path) -> String {

@@ -43,7 +43,7 @@ use ticktrade_hl_proto::snapshot::Snapshot;
 use ticktrade_hl_proto::ws::{ClientMessage, L2Variant};
 use ticktrade_latency::{Histogram, Series};
 
-use super::host::{self, CpuTicks};
+use super::host::StealByPart;
 use super::report::{Outcome, Output, emit_outcome};
 
 #[derive(clap::Args, Debug)]
@@ -324,34 +324,26 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
     // 1. Per-block processing, ticktrade's engine driven synchronously: on one thread, then
     // on two (the same lines: the generator is seeded).
     // The host's steal is read around each run (`host`): the tail of a run is read beside it.
-    let mut steal = Vec::new();
-    let mut stolen = |name: &str, before: Option<CpuTicks>| {
-        steal.push(format!("{name} {}", host::steal_between(before, CpuTicks::now())));
-    };
-    let before = CpuTicks::now();
-    let one = per_block(args, &tmp.join("one"), 1)?;
-    stolen("1-thread run", before);
-    let before = CpuTicks::now();
-    let two = per_block(args, &tmp.join("two"), 2)?;
-    stolen("2-thread run", before);
+    let mut steal = StealByPart::default();
+    let one = steal.during("1-thread run", || per_block(args, &tmp.join("one"), 1))?;
+    let two = steal.during("2-thread run", || per_block(args, &tmp.join("two"), 2))?;
     let mut baseline = baseline::Baseline::new(&books_of(&generator(args))?);
     let warmup = WARMUP;
     let blocks = &one.blocks;
     anyhow::ensure!(one.n_frames == two.n_frames, "1 thread sent {} frames, 2 threads {}", one.n_frames, two.n_frames);
     // 2. The baseline on the same lines.
-    let before = CpuTicks::now();
-    let mut base = Histogram::new();
-    for (i, block) in blocks.iter().enumerate() {
-        let ns = baseline.block(block)?;
-        if i >= warmup as usize {
-            base.record(ns);
+    let base = steal.during("baseline", || -> anyhow::Result<Histogram> {
+        let mut base = Histogram::new();
+        for (i, block) in blocks.iter().enumerate() {
+            let ns = baseline.block(block)?;
+            if i >= warmup as usize {
+                base.record(ns);
+            }
         }
-    }
-    stolen("baseline", before);
+        Ok(base)
+    })?;
     // 3. End to end through a real server.
-    let before = CpuTicks::now();
-    let e2e = e2e::run(args, &tmp.join("e2e"))?;
-    stolen("e2e", before);
+    let e2e = steal.during("e2e", || e2e::run(args, &tmp.join("e2e")))?;
 
     let per = |n: u64| n as f64 / args.blocks.max(1) as f64;
     let base_p50 = base.percentiles().p50;
@@ -394,7 +386,7 @@ fn run_in(args: &Args, tmp: &std::path::Path) -> anyhow::Result<ExitCode> {
         stages(other.phases),
         two.helper,
         main.slowest,
-        steal.join(", "),
+        steal,
         args.coins,
         args.coins * 7,
         per(main.n_statuses),

@@ -16,7 +16,7 @@ const USER_HZ: u64 = 100;
 
 /// The aggregate CPU counters at one moment, in `USER_HZ` ticks summed over all CPUs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct CpuTicks {
+struct CpuTicks {
     /// `steal`: ready to run, the hypervisor running something else.
     steal: u64,
     /// user + nice + system + idle + iowait + irq + softirq + steal: all of the CPUs' time.
@@ -26,8 +26,29 @@ pub(crate) struct CpuTicks {
 impl CpuTicks {
     /// The counters now; `None` where `/proc/stat` cannot be read or has no steal column
     /// (not Linux, or a kernel before 2.6.11).
-    pub(crate) fn now() -> Option<CpuTicks> {
+    fn now() -> Option<CpuTicks> {
         parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+}
+
+/// The steal during each part of a benchmark (`bench hl`: its 1-thread, 2-thread, baseline and
+/// e2e runs), read around the part by [`during`](Self::during); shown as `"part X, part Y"`.
+#[derive(Debug, Default)]
+pub(crate) struct StealByPart(Vec<String>);
+
+impl StealByPart {
+    /// Runs `part` and records the host's steal while it ran under `name`.
+    pub(crate) fn during<T>(&mut self, name: &str, part: impl FnOnce() -> T) -> T {
+        let before = CpuTicks::now();
+        let out = part();
+        self.0.push(format!("{name} {}", steal_between(before, CpuTicks::now())));
+        out
+    }
+}
+
+impl std::fmt::Display for StealByPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.join(", "))
     }
 }
 
@@ -61,7 +82,7 @@ fn parse(text: &str) -> Option<CpuTicks> {
 
 /// The steal between two readings, as a note reads it: `"420 ms (3.1% of the vCPUs' time)"`,
 /// or `"not available"` when either reading is missing.
-pub(crate) fn steal_between(before: Option<CpuTicks>, after: Option<CpuTicks>) -> String {
+fn steal_between(before: Option<CpuTicks>, after: Option<CpuTicks>) -> String {
     match (before, after) {
         (Some(a), Some(b)) if b.total > a.total => {
             let steal = b.steal.saturating_sub(a.steal);
@@ -107,6 +128,16 @@ mod tests {
         // Where /proc/stat is readable (Linux) the mark holds and the note says the steal.
         assert_eq!(note.is_some(), CpuTicks::now().is_some());
         assert!(note.is_none_or(|n| n.starts_with("host steal during this benchmark") && n.contains(" ms (")));
+    }
+
+    #[test]
+    fn each_part_is_said_by_name_in_order_and_keeps_its_result() {
+        let mut steal = StealByPart::default();
+        assert_eq!(steal.during("one", || 1), 1);
+        assert_eq!(steal.during("two", || "x"), "x");
+        let text = steal.to_string();
+        let (one, two) = text.split_once(", two ").unwrap();
+        assert!(one.starts_with("one ") && !two.is_empty(), "{text}");
     }
 
     #[test]

@@ -88,11 +88,7 @@ pub(crate) fn emit(notes: &str, series: &[Series], json: bool, plot: Option<&Pat
 /// `emit` for an `Outcome` (with its summary object).
 pub(crate) fn emit_outcome(mut outcome: Outcome, output: &Output) -> anyhow::Result<()> {
     if let Some(line) = super::host::run_note() {
-        if !outcome.notes.is_empty() && !outcome.notes.ends_with('\n') {
-            outcome.notes.push('\n');
-        }
-        outcome.notes.push_str(&line);
-        outcome.notes.push('\n');
+        outcome.notes = format!("{}{line}\n", with_newline(&outcome.notes));
     }
     if let Some(path) = &output.plot {
         std::fs::write(path, svg_string(&outcome.title, &outcome.plotted()))
@@ -102,10 +98,7 @@ pub(crate) fn emit_outcome(mut outcome: Outcome, output: &Output) -> anyhow::Res
         Some(()) => return Ok(()),
         None => outcome,
     };
-    let mut text = outcome.notes.clone();
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
+    let mut text = with_newline(&outcome.notes);
     text.push_str(&table_string(&outcome.series));
     if output.json {
         eprint!("{text}");
@@ -116,6 +109,11 @@ pub(crate) fn emit_outcome(mut outcome: Outcome, output: &Output) -> anyhow::Res
         print!("{text}");
     }
     Ok(())
+}
+
+/// `text` ending with a newline (unless empty): notes, before the table or the next line.
+pub(crate) fn with_newline(text: &str) -> String {
+    if text.is_empty() || text.ends_with('\n') { text.to_owned() } else { format!("{text}\n") }
 }
 
 /// The percentile table as Markdown (same columns and units as the aligned table).
