@@ -22,13 +22,14 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const PURE_CRATES: [&str; 6] = [
+const PURE_CRATES: [&str; 7] = [
     "ticktrade-core",
     "ticktrade-book",
     "ticktrade-latency",
     "ticktrade-deribit-proto",
     "ticktrade-hl-proto",
     "ticktrade-exchange",
+    "ticktrade-strategy",
 ];
 
 /// Crates that do I/O or bring a runtime: a pure crate must not depend on them.
