@@ -20,4 +20,6 @@ pub mod context;
 pub mod label;
 pub mod order;
 pub mod pnl;
+pub mod quote;
 pub mod risk;
+pub mod take;
