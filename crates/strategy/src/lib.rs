@@ -16,6 +16,7 @@
 //! - `quote`, `take`: the built-in strategies.
 //! - `config`: the TOML file, its validation and `template()`.
 
+pub mod config;
 pub mod context;
 pub mod label;
 pub mod order;
