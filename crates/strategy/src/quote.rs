@@ -88,7 +88,7 @@ impl Quote {
         let ask_px = (mid.raw() + distance - skew).max(bid.price.raw() + 1);
         let rule = &spec.tick_rule;
         let bid_px = floor_to_grid(rule, bid_px);
-        let ask_px = ceil_to_grid(rule, ask_px);
+        let ask_px = ceil_to_grid(rule, ask_px.max(bid_px + 1));
         let buy_room = p.max_position.raw() - position;
         let sell_room = p.max_position.raw() + position;
         let side = |px: i64, room: i64| {
@@ -99,7 +99,27 @@ impl Quote {
     }
 
     fn requote(&mut self, ctx: &mut Context<'_>) {
-        let wanted = self.wanted(ctx);
+        let mut wanted = self.wanted(ctx);
+        // Never ask the venue to cross our own other quote (the risk check would refuse it):
+        // while that quote rests at, or is being moved from, a price in the way, this side
+        // waits one tick short of it and catches up on a later update.
+        let reach = |label: Option<Label>, ctx: &Context<'_>| {
+            let order = label.and_then(|l| ctx.order(&l).copied()).filter(|o| o.status.is_live())?;
+            let pending = order.pending_edit.map_or(order.price, |(p, _)| p);
+            Some((order.price.min(pending), order.price.max(pending)))
+        };
+        if let (Some((price, qty)), Some((own_ask, _))) = (wanted.bid, reach(self.ask, ctx)) {
+            wanted.bid = (price < own_ask).then_some((price, qty)).or_else(|| {
+                let px = floor_to_grid(&ctx.spec(self.params.instrument)?.tick_rule, own_ask.raw() - 1);
+                (px > 0).then_some((Price::from_raw(px), qty))
+            });
+        }
+        if let (Some((price, qty)), Some((_, own_bid))) = (wanted.ask, reach(self.bid, ctx)) {
+            wanted.ask = (price > own_bid).then_some((price, qty)).or_else(|| {
+                let px = ceil_to_grid(&ctx.spec(self.params.instrument)?.tick_rule, own_bid.raw() + 1);
+                Some((Price::from_raw(px), qty))
+            });
+        }
         self.bid = self.manage(ctx, Side::Buy, self.bid, wanted.bid);
         self.ask = self.manage(ctx, Side::Sell, self.ask, wanted.ask);
     }

@@ -187,14 +187,18 @@ impl Exposure {
             // An edit in flight may take effect: count the larger of the two sizes.
             let qty = order.pending_edit.map_or(order.qty, |(_, q)| q.max(order.qty));
             let remaining = qty.saturating_sub(order.filled()).max(Qty::ZERO);
+            // Until the venue confirms an edit, the order may rest at either price.
+            let (low, high) = order
+                .pending_edit
+                .map_or((order.price, order.price), |(p, _)| (p.min(order.price), p.max(order.price)));
             match order.side {
                 Side::Buy => {
                     e.open_buy += remaining;
-                    e.best_own_bid = e.best_own_bid.max(Some(order.price));
+                    e.best_own_bid = e.best_own_bid.max(Some(high));
                 }
                 Side::Sell => {
                     e.open_sell += remaining;
-                    e.best_own_ask = Some(e.best_own_ask.map_or(order.price, |p| p.min(order.price)));
+                    e.best_own_ask = Some(e.best_own_ask.map_or(low, |p| p.min(low)));
                 }
             }
         }
@@ -248,13 +252,17 @@ impl Risk {
             return Err(Blocked::NonPositiveQty);
         }
         let limits = self.limits.instruments.get(order.instrument.0 as usize).copied().unwrap_or_default();
+        // An edit's size is the venue's total, filled part included; what can still trade is
+        // the rest, and that is what the size, notional and position limits bound.
+        let filled = order.replaces.and_then(|l| orders.get(&l)).map_or(Qty::ZERO, |o| o.filled());
+        let tradable = order.qty.saturating_sub(filled).max(Qty::ZERO);
         if let Some(limit) = limits.max_order_qty
-            && order.qty > limit
+            && tradable > limit
         {
             return Err(Blocked::OrderQty { limit });
         }
         if let Some((units, limit)) = limits.max_order_notional
-            && limits.notional.of(order.price, order.qty) > units
+            && limits.notional.of(order.price, tradable) > units
         {
             return Err(Blocked::Notional { limit });
         }
@@ -277,8 +285,7 @@ impl Risk {
             if let Some(limit) = limits.max_position {
                 let position = orders.position(order.instrument).qty;
                 // An edit's filled part is already in the position.
-                let filled = order.replaces.and_then(|l| orders.get(&l)).map_or(Qty::ZERO, |o| o.filled());
-                let adding = i128::from(order.qty.saturating_sub(filled).max(Qty::ZERO).raw());
+                let adding = i128::from(tradable.raw());
                 let after = match order.side {
                     Side::Buy => i128::from(position) + i128::from(e.open_buy.raw()) + adding,
                     Side::Sell => -i128::from(position) + i128::from(e.open_sell.raw()) + adding,
