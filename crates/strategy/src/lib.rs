@@ -24,3 +24,14 @@ pub mod pnl;
 pub mod quote;
 pub mod risk;
 pub mod take;
+
+pub use config::{BuiltIn, Config, ConfigError, Setup, template};
+pub use context::{Action, Context, OrderRequest, Outbox, Runner, RunnerParts, Strategy, TimeInForce, Trade};
+pub use label::{Label, LabelGen, TradeId, VenueId};
+pub use order::{FillReport, Order, OrderEvent, OrderReport, Orders, Reason, Request, Status, VenueState};
+pub use risk::{Blocked, Limits, Risk};
+
+/// The worked example of `docs/STRATEGIES.md`, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/STRATEGIES.md")]
+pub struct StrategiesDoc;
