@@ -364,6 +364,9 @@ impl Config {
         let mut instruments = Vec::new();
         for (n, r) in self.risk.instrument.iter().enumerate() {
             let at = |f: &str| format!("risk.instrument[{n}].{f}");
+            if self.risk.instrument[..n].iter().any(|earlier| earlier.name == r.name) {
+                return Err(invalid(at("name"), format!("{:?} has limits twice", r.name)));
+            }
             let id = use_instrument(at("name"), &r.name)?;
             instruments.push((id, r, n));
         }

@@ -73,6 +73,8 @@ fn bad_configs_are_refused_naming_the_field() {
     refused(&edit("strategy = \"quote\"", "strategy = \"hodl\""), "strategy");
     refused(&edit("order_slots = 256", "order_slots = 0"), "capacity.order_slots");
     refused(&edit("price_band_reference = \"mid\"", "price_band_reference = \"last\""), "price_band_reference");
+    let twice = TEMPLATE.replace("[quote]", "[[risk.instrument]]\nname = \"BTC-PERPETUAL\"\n\n[quote]");
+    refused(&twice, "risk.instrument[1].name");
     // A loss limit on an instrument whose PnL is not counted.
     refused(&edit("name = \"BTC-PERPETUAL\"", "name = \"BTC-FS-27DEC24_PERP\""), "risk.instrument[0].max_loss");
 }

@@ -222,8 +222,11 @@ impl Context<'_> {
             return Err(Blocked::Paused);
         }
         let order = *s.orders.get(&label).ok_or(Blocked::UnknownOrder)?;
-        if !matches!(order.status, Status::Open | Status::PartlyFilled) || order.pending_cancel {
+        if !order.status.is_live() {
             return Err(Blocked::UnknownOrder);
+        }
+        if !matches!(order.status, Status::Open | Status::PartlyFilled) || order.pending_cancel {
+            return Err(Blocked::NotOpen);
         }
         let spec = s.specs.get(order.instrument.0 as usize).ok_or(Blocked::UnknownInstrument)?;
         if !spec.tick_rule.is_valid(price) {
@@ -291,6 +294,14 @@ impl Context<'_> {
     /// Signed position in lots.
     pub fn position(&self, instrument: InstrumentId) -> Qty {
         self.state.orders.position(instrument).qty()
+    }
+
+    /// Realised plus unrealised PnL of `instrument`, marked at the mid, in its PnL currency
+    /// (see `pnl`); `None` without a two-sided book.
+    pub fn pnl(&self, instrument: InstrumentId) -> Option<ticktrade_core::Decimal> {
+        let rule = self.state.orders.rule(instrument)?;
+        let units = rule.pnl(&self.state.orders.position(instrument), self.mid(instrument)?);
+        rule.to_decimal(units)
     }
 
     /// Our live orders (pending, unknown, open, partly filled) on every instrument.
@@ -446,7 +457,7 @@ impl<S: Strategy> Runner<S> {
     pub fn kill(&mut self, why: Blocked, out: &mut Outbox) {
         self.state.risk.kill(why);
         out.actions.retain(Action::is_cancel);
-        // Cannot fail: retain left at least... nothing guaranteed; make room if needed.
+        // A full outbox now holds only cancels; the cancel-all covers the one it displaces.
         if !out.has_room() {
             out.actions.pop();
         }

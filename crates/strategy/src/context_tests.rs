@@ -156,3 +156,55 @@ fn off_grid_and_full_outbox_are_refused() {
     assert_eq!(ctx.mid(InstrumentId(0)), Some(Price::from_raw(100)));
     assert_eq!(ctx.open_orders().count(), 1, "the refused order left no state");
 }
+
+#[test]
+fn edits_wait_for_the_venue_and_pnl_is_marked_at_the_mid() {
+    let mut r = runner(Limits::default());
+    let mut out = Outbox::with_capacity(4);
+    let b = books(99, 101);
+    let (_, mut ctx) = r.split(&b, &mut out, Mono(1));
+    let label = ctx.place(buy(99, 1)).unwrap();
+    assert_eq!(ctx.edit(label, Price::from_raw(98), Qty::from_raw(1)), Err(Blocked::NotOpen));
+    assert_eq!(
+        ctx.edit(Label::try_from_str("tt-7-99").unwrap(), Price::from_raw(98), Qty::from_raw(1)),
+        Err(Blocked::UnknownOrder)
+    );
+    assert_eq!(ctx.pnl(InstrumentId(0)), Some(Decimal::ZERO));
+    let fill = FillReport {
+        trade_id: crate::label::TradeId::try_from_str("T1").unwrap(),
+        label,
+        instrument: InstrumentId(0),
+        side: Side::Buy,
+        price: Price::from_raw(99),
+        qty: Qty::from_raw(1),
+    };
+    r.on_fill(&fill, &b, Mono(2), &mut out);
+    // Long 10 USD from 49.5 USD, mid 50: 10 × (1/49.5 − 1/50) BTC, floored at 1e-12.
+    let (_, ctx) = r.split(&b, &mut out, Mono(3));
+    assert_eq!(ctx.pnl(InstrumentId(0)), Some(Decimal::parse("0.002020202020").unwrap()));
+}
+
+#[test]
+fn trades_reach_on_trade() {
+    struct Count(usize);
+    impl Strategy for Count {
+        fn on_trade(&mut self, _: &mut Context<'_>, trade: &Trade) {
+            self.0 += trade.qty.raw() as usize;
+        }
+    }
+    let rule = PnlRule::for_spec(&spec()).unwrap();
+    let mut r = Runner::new(
+        Count(0),
+        RunnerParts {
+            orders: Orders::new(OrdersConfig { order_slots: 1, trade_memory: 1 }, vec![rule], b"tt-"),
+            risk: Risk::new(Limits::default()),
+            labels: LabelGen::new("tt", 7).unwrap(),
+            specs: vec![spec()],
+            band_reference: BandReference::Mid,
+        },
+    );
+    let trade =
+        Trade { instrument: InstrumentId(0), side: Side::Sell, price: Price::from_raw(99), qty: Qty::from_raw(3) };
+    r.on_trade(&trade, &books(99, 101), Mono(1), &mut Outbox::with_capacity(1));
+    assert_eq!(r.strategy().0, 3);
+}

@@ -49,6 +49,8 @@ pub enum Blocked {
     UnknownInstrument,
     #[error("no live order with that label")]
     UnknownOrder,
+    #[error("order not open yet, or being cancelled")]
+    NotOpen,
     #[error("all order slots hold live orders")]
     SlotsFull,
     #[error("outbox full")]
