@@ -1,3 +1,5 @@
+//! Config tests: the template is the default, conversions to units, refusals name the field.
+
 use super::*;
 use ticktrade_core::Settlement;
 

@@ -1,3 +1,5 @@
+//! Unit tests of the context rules through `Runner`: outbox, pause, kill switch, grid, PnL.
+
 use super::*;
 use crate::order::{OrdersConfig, VenueState};
 use crate::pnl::PnlRule;

@@ -1,3 +1,5 @@
+//! Unit tests of `Orders`: the lifecycle and its events, refusals, slot reuse, reconciliation.
+
 use super::*;
 use crate::pnl::PnlRule;
 use ticktrade_core::InstrumentSpec;
