@@ -191,6 +191,8 @@ pub struct OrdersConfig {
 pub struct Orders {
     slots: Vec<Option<Order>>,
     free: Vec<u32>,
+    /// Slots of live orders, oldest first: what the risk checks scan.
+    live: Vec<u32>,
     retired: VecDeque<u32>,
     by_label: FixedIndex<32>,
     positions: Vec<Position>,
@@ -207,6 +209,7 @@ impl Orders {
         Orders {
             slots: vec![None; n],
             free: (0..n as u32).rev().collect(),
+            live: Vec::with_capacity(n),
             retired: VecDeque::with_capacity(n),
             by_label: FixedIndex::with_capacity(n),
             positions: vec![Position::default(); rules.len()],
@@ -225,9 +228,9 @@ impl Orders {
         self.slots[slot as usize].as_ref()
     }
 
-    /// Live orders (pending, unknown, open, partly filled).
+    /// Live orders (pending, unknown, open, partly filled), oldest first.
     pub fn live(&self) -> impl Iterator<Item = &Order> {
-        self.slots.iter().flatten().filter(|o| o.status.is_live())
+        self.live.iter().filter_map(|slot| self.slots[*slot as usize].as_ref())
     }
 
     pub fn position(&self, instrument: InstrumentId) -> Position {
@@ -266,6 +269,7 @@ impl Orders {
         };
         self.slots[slot as usize] = Some(order);
         self.by_label.insert(label, slot);
+        self.live.push(slot);
         Ok(order)
     }
 
@@ -451,11 +455,13 @@ impl Orders {
         }
     }
 
+    /// Moves a slot whose order just ended from the live list to the reuse queue. A slot is
+    /// live once per use, so it retires once per use and neither list outgrows the slot count.
     fn retire(&mut self, slot: u32) {
-        // Capacity equals the slot count and a slot retires once per use: never grows.
-        if self.retired.len() < self.retired.capacity() {
-            self.retired.push_back(slot);
-        }
+        let Some(at) = self.live.iter().position(|s| *s == slot) else { return };
+        // Order-preserving: live orders stay oldest first (a handful, so cheap).
+        self.live.remove(at);
+        self.retired.push_back(slot);
     }
 }
 
