@@ -1,7 +1,8 @@
 //! `Quote`, the built-in market maker: one bid and one ask a set distance from the mid, shifted
 //! against the inventory, amended in place when the wanted price moves beyond a threshold.
 //!
-//! Owns: the quoting rule and the labels of its two live quotes.
+//! Owns: the quoting rule and the labels of its two live quotes. Orders adopted at
+//! reconciliation (an earlier run's, found on the venue) are not among them and are cancelled.
 //! Must not: exceed its own maximum position (a quote's size is cut to the room left, counting
 //! the position), stack requests on an order whose last request is still in flight, or
 //! cancel-and-replace what an edit can do (an edit keeps the label and saves a round trip).
