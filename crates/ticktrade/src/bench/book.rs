@@ -7,7 +7,7 @@
 //! every batch of every pass; the summary figures are the medians over all those batches
 //! (whole-pass means are printed beside them in the notes).
 //!
-//! `--json` prints issue 3's one summary object first (`ticktrade_ns_per_delta`,
+//! `--json` prints the one summary object first (`ticktrade_ns_per_delta`,
 //! `baseline_ns_per_delta`, `ratio`, `aggregate_all_variants_ns`, `deep_book_ns_per_delta`),
 //! then one line per series (`book_apply`, `book_apply_btreemap`, `book_apply_deep`,
 //! `book_aggregate_all_variants`), as every benchmark does (`report`).

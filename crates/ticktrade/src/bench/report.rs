@@ -8,9 +8,9 @@
 //! `ticktrade_latency::render`'s. The notes' last line, the host's steal during the benchmark,
 //! is `host`'s.
 //!
-//! With `--json`, a benchmark that has a summary object (`bench book`'s figures from issue 3,
-//! `bench match`'s) prints it as the first line, then one object per series; the table and the
-//! notes go to stderr.
+//! With `--json`, a benchmark that has a summary object (`bench book`'s ns per delta and ratio,
+//! `bench match`'s operations a second) prints it as the first line, then one object per
+//! series; the table and the notes go to stderr.
 
 use std::cell::RefCell;
 use std::io::Write as _;
