@@ -11,12 +11,15 @@
 //! - `frame`: RFC 6455 frames both ways ([`frame::parse_header`], [`frame::push_frame`],
 //!   masking, close codes) and [`frame::WsReader`]/[`frame::WsWriter`] over any byte stream.
 //! - `handshake`: the opening handshake's pieces and its blocking exchange, both ends.
+//! - `hot`: the hot loop's blocking connection: [`hot::HotStream`] (plain loopback TCP or
+//!   rustls), [`hot::TlsRoots`], [`hot::connect`] with a deadline and an error per step.
 //! - `ws`: [`connect_ws`], [`WsStream`], [`ConnectOptions`] (async, tokio-tungstenite).
 //! - `backoff`: [`Backoff`], exponential backoff with full jitter.
 
 mod backoff;
 pub mod frame;
 pub mod handshake;
+pub mod hot;
 mod ws;
 
 pub use backoff::Backoff;
