@@ -15,9 +15,9 @@ use ticktrade_deribit_proto::book_fast::FastBookDecoder;
 use ticktrade_deribit_proto::decode_book_units;
 use ticktrade_deribit_proto::order::{LimitOrder, OrderEncoder, OrderLabel};
 use ticktrade_gateway::hot::feed::{SyntheticFeed, btc_perpetual, warm_up};
-use ticktrade_gateway::hot::ws::{Role, WsWriter};
 use ticktrade_gateway::hot::{Pipeline, QuoteOnTick, RawStamps};
 use ticktrade_latency::TscClock;
+use ticktrade_net::frame::{Role, WsWriter};
 
 const FRAMES: usize = 10_000;
 

@@ -12,11 +12,10 @@ use ticktrade_core::Qty;
 use ticktrade_gateway::hot::engine::to_stamps;
 use ticktrade_gateway::hot::exchange::{ExchangeConfig, ExchangeSide, Pace};
 use ticktrade_gateway::hot::feed::{SyntheticFeed, btc_perpetual};
-use ticktrade_gateway::hot::ws::{Opcode, Role, WsReader, WsWriter};
-use ticktrade_gateway::hot::{
-    Exit, HotConfig, HotLoop, Outcome, Pipeline, QuoteOnTick, RawStamps, handshake, spawn_recorder,
-};
+use ticktrade_gateway::hot::{Exit, HotConfig, HotLoop, Outcome, Pipeline, QuoteOnTick, RawStamps, spawn_recorder};
 use ticktrade_latency::{TscClock, spsc_ring};
+use ticktrade_net::frame::{Opcode, Role, WsReader, WsWriter};
+use ticktrade_net::handshake;
 
 #[global_allocator]
 static ALLOC: ticktrade_testkit::CountingAlloc = ticktrade_testkit::CountingAlloc::new();

@@ -14,9 +14,10 @@ use ticktrade_core::Qty;
 use ticktrade_deribit_proto::order::OrderLabel;
 use ticktrade_deribit_proto::{BookKind, decode_book_units};
 use ticktrade_gateway::hot::feed::{SyntheticFeed, btc_perpetual};
-use ticktrade_gateway::hot::ws::{Opcode, Role, WsReader, WsWriter};
-use ticktrade_gateway::hot::{Exit, HotConfig, HotLoop, Outcome, Pipeline, QuoteOnTick, RawStamps, handshake};
+use ticktrade_gateway::hot::{Exit, HotConfig, HotLoop, Outcome, Pipeline, QuoteOnTick, RawStamps};
 use ticktrade_latency::{TscClock, spsc_ring};
+use ticktrade_net::frame::{Opcode, Role, WsReader, WsWriter};
+use ticktrade_net::handshake;
 
 /// Unmasks a client frame and parses its payload.
 fn parse_order(frame: &[u8]) -> Value {

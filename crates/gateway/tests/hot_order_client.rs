@@ -11,10 +11,10 @@ use ticktrade_core::{Price, Qty, Side};
 use ticktrade_deribit_proto::order::{LimitOrder, OrderEncoder, OrderLabel};
 use ticktrade_gateway::hot::acker::Acker;
 use ticktrade_gateway::hot::feed::btc_perpetual;
-use ticktrade_gateway::hot::handshake;
 use ticktrade_gateway::hot::order_client::OrderClient;
-use ticktrade_gateway::hot::ws::{Opcode, WsReader};
 use ticktrade_latency::TscClock;
+use ticktrade_net::frame::{Opcode, WsReader};
+use ticktrade_net::handshake;
 
 fn order(side: Side, price: i64, qty: i64, post_only: bool, change_id: u64) -> LimitOrder {
     LimitOrder {

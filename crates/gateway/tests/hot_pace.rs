@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use ticktrade_core::Qty;
 use ticktrade_gateway::hot::exchange::{ExchangeConfig, ExchangeReport, ExchangeSide, Pace};
 use ticktrade_gateway::hot::feed::{SyntheticFeed, btc_perpetual};
-use ticktrade_gateway::hot::{Exit, HotConfig, HotLoop, LoopReport, Pipeline, QuoteOnTick, handshake, spawn_recorder};
+use ticktrade_gateway::hot::{Exit, HotConfig, HotLoop, LoopReport, Pipeline, QuoteOnTick, spawn_recorder};
 use ticktrade_latency::{TscClock, spsc_ring};
+use ticktrade_net::handshake;
 
 fn run(ticks: usize, every: u32, reply_timeout: Duration) -> (LoopReport, Exit, ExchangeReport, u64) {
     let spec = btc_perpetual().unwrap();

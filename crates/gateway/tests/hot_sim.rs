@@ -12,9 +12,10 @@ use serde_json::Value;
 use ticktrade_core::Qty;
 use ticktrade_deribit_proto::order::OrderLabel;
 use ticktrade_gateway::hot::feed::btc_perpetual;
-use ticktrade_gateway::hot::ws::{Opcode, Role, WsReader, WsWriter};
-use ticktrade_gateway::hot::{Exit, HotConfig, HotLoop, Pipeline, QuoteOnTick, handshake};
+use ticktrade_gateway::hot::{Exit, HotConfig, HotLoop, Pipeline, QuoteOnTick};
 use ticktrade_latency::{TscClock, spsc_ring};
+use ticktrade_net::frame::{Opcode, Role, WsReader, WsWriter};
+use ticktrade_net::handshake;
 use ticktrade_sim::{ApiKey, SimConfig};
 
 const ORDERS: u64 = 20;

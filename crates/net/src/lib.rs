@@ -1,15 +1,25 @@
-//! Network plumbing shared by ticktrade's clients: WebSocket connect (plain on loopback,
-//! rustls with certificate verification elsewhere) and reconnect backoff with jitter.
+//! Network plumbing shared by ticktrade's clients and servers: the one RFC 6455 framer (both
+//! roles), WebSocket connect (plain on loopback, rustls with certificate verification elsewhere)
+//! and reconnect backoff with jitter.
 //!
-//! Owns: TCP connect with `TCP_NODELAY`, the TLS client configuration (webpki roots, no
-//! "accept any certificate" switch), WebSocket frame limits, and the backoff schedule.
+//! Owns: WebSocket frames and the opening handshake, TCP connect with `TCP_NODELAY`, the TLS
+//! client configuration (webpki roots, no "accept any certificate" switch), WebSocket frame
+//! limits, and the backoff schedule.
 //! Must not: know any venue's protocol, log payloads, or hold credentials.
 //!
 //! # Layout
-//! - `ws`: [`connect_ws`], [`WsStream`], [`ConnectOptions`].
+//! - `frame`: RFC 6455 frames both ways ([`frame::parse_header`], [`frame::push_frame`],
+//!   masking, close codes) and [`frame::WsReader`]/[`frame::WsWriter`] over any byte stream.
+//! - `handshake`: the opening handshake's pieces and its blocking exchange, both ends.
+//! - `hot`: the hot loop's blocking connection: [`hot::HotStream`] (plain loopback TCP or
+//!   rustls), [`hot::TlsRoots`], [`hot::connect`] with a deadline and an error per step.
+//! - `ws`: [`connect_ws`], [`WsStream`], [`ConnectOptions`] (async, tokio-tungstenite).
 //! - `backoff`: [`Backoff`], exponential backoff with full jitter.
 
 mod backoff;
+pub mod frame;
+pub mod handshake;
+pub mod hot;
 mod ws;
 
 pub use backoff::Backoff;

@@ -39,13 +39,17 @@ impl Default for ConnectOptions {
     }
 }
 
-struct Target {
-    tls: bool,
-    host: String,
-    port: u16,
+pub(crate) struct Target {
+    pub(crate) tls: bool,
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    /// `host[:port]` as written (the `Host` header).
+    pub(crate) authority: String,
+    /// Path and query, `/` when the URL has none.
+    pub(crate) path: String,
 }
 
-fn parse_url(url: &str) -> Result<Target, NetError> {
+pub(crate) fn parse_url(url: &str) -> Result<Target, NetError> {
     let bad = |reason| NetError::Url { url: url.to_owned(), reason };
     let (tls, rest) = if let Some(rest) = url.strip_prefix("wss://") {
         (true, rest)
@@ -75,7 +79,12 @@ fn parse_url(url: &str) -> Result<Target, NetError> {
         None if tls => 443,
         None => 80,
     };
-    Ok(Target { tls, host: host.to_owned(), port })
+    let path = match &rest[authority.len()..] {
+        "" => "/".to_owned(),
+        p if p.starts_with('?') => format!("/{p}"),
+        p => p.to_owned(),
+    };
+    Ok(Target { tls, host: host.to_owned(), port, authority: authority.to_owned(), path })
 }
 
 /// True for `ws://127.0.0.1…`, `ws://localhost…`, `ws://[::1]…`.
@@ -83,7 +92,7 @@ pub fn is_loopback_url(url: &str) -> bool {
     parse_url(url).map(|t| is_loopback_host(&t.host)).unwrap_or(false)
 }
 
-fn is_loopback_host(host: &str) -> bool {
+pub(crate) fn is_loopback_host(host: &str) -> bool {
     host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
 }
 
@@ -143,6 +152,8 @@ mod tests {
         assert!(!t.tls && t.port == 8080);
         let t = parse_url("ws://[::1]:9/x").unwrap();
         assert_eq!(t.host, "::1");
+        assert_eq!((t.authority.as_str(), t.path.as_str()), ("[::1]:9", "/x"));
+        assert_eq!(parse_url("wss://h").unwrap().path, "/");
         assert!(parse_url("http://x").is_err());
         assert!(parse_url("ws://:80").is_err());
         assert!(parse_url("ws://h:notaport/").is_err());

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hdrhistogram::Histogram;
+use ticktrade_net::frame;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
@@ -429,7 +430,7 @@ async fn run_client(stream: TcpStream, rest: Vec<u8>, state: &ConnState) {
                 }
                 Ok(Some(Incoming::Ping(data))) => out.control(wire::pong_frame(&data), false),
                 Ok(Some(Incoming::Close)) => {
-                    out.control(wire::close_frame(1000, ""), true);
+                    out.control(wire::close_frame(frame::close::NORMAL, ""), true);
                     break 'conn;
                 }
                 Ok(Some(Incoming::Binary | Incoming::Pong)) => {}
@@ -444,7 +445,7 @@ async fn run_client(stream: TcpStream, rest: Vec<u8>, state: &ConnState) {
             biased;
             reason = &mut kill_rx => {
                 let reason = reason.unwrap_or_else(|_| "server closing".to_owned());
-                out.control(wire::close_frame(1008, &reason), true);
+                out.control(wire::close_frame(frame::close::POLICY, &reason), true);
                 break 'conn;
             }
             () = out.notify.notified() => match out.flush().await {

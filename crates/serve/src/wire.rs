@@ -1,22 +1,17 @@
-//! RFC 6455 on the server side, only what the fan-out needs: the upgrade handshake, unmasked
-//! frames written by the server (a book frame is framed once and the same bytes go to every
-//! client), and masked frames read from a client, reassembled, with a size limit.
+//! The fan-out's side of RFC 6455, on `ticktrade_net::frame` (the workspace's one framer):
+//! routing a request head to the WebSocket upgrade or to axum, and the byte buffers the hub and
+//! the connection tasks hand around (`Bytes`, so a book frame is framed once and the same bytes
+//! go to every client).
 //!
-//! Owns: the byte layout of frames and the handshake reply.
-//! Must not: do I/O or read a clock.
+//! Owns: request-head parsing for routing (path, upgrade wish), the plain HTTP refusal, and the
+//! mapping of a client's messages to `Incoming` (text checked to be UTF-8, owned for the hub).
+//! Must not: do I/O, read a clock, or lay out frame bytes itself (`ticktrade_net::frame` does).
 
-use base64::Engine as _;
 use bytes::Bytes;
-use sha1::{Digest, Sha1};
+use ticktrade_net::frame::{self, Opcode, Role, WsError, WsReader};
+use ticktrade_net::handshake;
 
-const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-
-const OP_CONT: u8 = 0x0;
-const OP_TEXT: u8 = 0x1;
-const OP_BINARY: u8 = 0x2;
-const OP_CLOSE: u8 = 0x8;
-const OP_PING: u8 = 0x9;
-const OP_PONG: u8 = 0xa;
+pub(crate) use handshake::head_end;
 
 /// A request head read from a new connection.
 #[derive(Debug, PartialEq, Eq)]
@@ -26,43 +21,21 @@ pub(crate) struct Head {
     pub ws_key: Option<String>,
 }
 
-/// Where the request head ends (index after `\r\n\r\n`), if it is complete.
-pub(crate) fn head_end(buf: &[u8]) -> Option<usize> {
-    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4)
-}
-
 /// Parses a complete request head; `None` if it is not an HTTP/1.1 request line.
 pub(crate) fn parse_head(head: &[u8]) -> Option<Head> {
     let text = std::str::from_utf8(head).ok()?;
-    let mut lines = text.split("\r\n");
-    let mut request = lines.next()?.split(' ');
+    let mut request = text.split("\r\n").next()?.split(' ');
     let (method, target) = (request.next()?, request.next()?);
     let path = target.split('?').next().unwrap_or(target).to_owned();
-    let mut upgrade = false;
-    let mut key = None;
-    for line in lines {
-        let Some((name, value)) = line.split_once(':') else { continue };
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("upgrade") && value.eq_ignore_ascii_case("websocket") {
-            upgrade = true;
-        } else if name.eq_ignore_ascii_case("sec-websocket-key") {
-            key = Some(value.to_owned());
-        }
-    }
-    let ws_key = if method == "GET" && upgrade { key } else { None };
+    let upgrade = handshake::header_value(text, "upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    let key = handshake::header_value(text, "sec-websocket-key");
+    let ws_key = if method == "GET" && upgrade { key.map(str::to_owned) } else { None };
     Some(Head { path, ws_key })
 }
 
 /// The `101 Switching Protocols` reply to a WebSocket upgrade with `key`.
 pub(crate) fn accept_reply(key: &str) -> Vec<u8> {
-    let mut sha = Sha1::new();
-    sha.update(key.as_bytes());
-    sha.update(GUID.as_bytes());
-    let accept = base64::engine::general_purpose::STANDARD.encode(sha.finalize());
-    format!(
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
-    )
-    .into_bytes()
+    handshake::accept_response(key).into_bytes()
 }
 
 /// A plain HTTP reply with a text body (refusals before an upgrade).
@@ -74,61 +47,34 @@ pub(crate) fn http_reply(status: &str, body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-fn header(out: &mut Vec<u8>, opcode: u8, len: usize) {
-    out.push(0x80 | opcode);
-    match len {
-        0..=125 => out.push(len as u8),
-        126..=0xffff => {
-            out.push(126);
-            out.extend_from_slice(&(len as u16).to_be_bytes());
-        }
-        _ => {
-            out.push(127);
-            out.extend_from_slice(&(len as u64).to_be_bytes());
-        }
-    }
-}
-
 /// An unmasked final text frame carrying `payload`: the bytes every client is sent.
 pub(crate) fn text_frame(payload: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(payload.len() + 10);
-    header(&mut out, OP_TEXT, payload.len());
-    out.extend_from_slice(payload);
+    let mut out = Vec::with_capacity(payload.len() + frame::MAX_HEADER);
+    frame::push_frame(&mut out, Opcode::Text, None, payload);
     Bytes::from(out)
 }
 
 /// A close frame with `code` and `reason` (cut to fit a control frame).
 pub(crate) fn close_frame(code: u16, reason: &str) -> Bytes {
-    let mut reason = reason.as_bytes();
-    if reason.len() > 123 {
-        reason = &reason[..123];
-        while std::str::from_utf8(reason).is_err() {
-            reason = &reason[..reason.len() - 1];
-        }
-    }
-    let mut out = Vec::with_capacity(reason.len() + 4);
-    header(&mut out, OP_CLOSE, reason.len() + 2);
-    out.extend_from_slice(&code.to_be_bytes());
-    out.extend_from_slice(reason);
+    let mut out = Vec::with_capacity(frame::MAX_CONTROL_PAYLOAD + 2);
+    frame::push_close(&mut out, None, code, reason);
     Bytes::from(out)
 }
 
 /// A pong answering a ping with `payload`.
 pub(crate) fn pong_frame(payload: &[u8]) -> Bytes {
+    let payload = &payload[..payload.len().min(frame::MAX_CONTROL_PAYLOAD)];
     let mut out = Vec::with_capacity(payload.len() + 2);
-    header(&mut out, OP_PONG, payload.len().min(125));
-    out.extend_from_slice(&payload[..payload.len().min(125)]);
+    frame::push_frame(&mut out, Opcode::Pong, None, payload);
     Bytes::from(out)
 }
 
 /// The payload of a frame built by [`text_frame`] (tests read what clients were sent).
 #[cfg(test)]
-pub(crate) fn payload(frame: &[u8]) -> &[u8] {
-    match frame.get(1).map(|b| b & 0x7f) {
-        Some(126) => &frame[4..],
-        Some(127) => &frame[10..],
-        Some(_) => &frame[2..],
-        None => &[],
+pub(crate) fn payload(bytes: &[u8]) -> &[u8] {
+    match frame::parse_header(bytes) {
+        Ok(Some(header)) => &bytes[header.header_len..],
+        _ => &[],
     }
 }
 
@@ -154,111 +100,49 @@ pub(crate) enum WireError {
 impl WireError {
     pub(crate) fn close_code(&self) -> u16 {
         match self {
-            WireError::TooBig(_) => 1009,
-            WireError::Protocol(_) => 1002,
+            WireError::TooBig(_) => frame::close::TOO_BIG,
+            WireError::Protocol(_) => frame::close::PROTOCOL,
         }
     }
 }
 
-/// Reassembles client frames from bytes as they arrive.
+/// Reassembles client frames from bytes as they arrive (server role: client frames must be
+/// masked), with a size limit per message.
 pub(crate) struct FrameReader {
-    buf: Vec<u8>,
+    reader: WsReader,
     max: usize,
-    message: Option<(u8, Vec<u8>)>,
 }
 
 impl FrameReader {
     pub(crate) fn new(max_message_bytes: usize) -> FrameReader {
-        FrameReader { buf: Vec::with_capacity(4096), max: max_message_bytes.max(125), message: None }
+        let max = max_message_bytes.max(frame::MAX_CONTROL_PAYLOAD);
+        FrameReader { reader: WsReader::with_limit(Role::Server, 4096, max), max }
     }
 
     pub(crate) fn push(&mut self, bytes: &[u8]) {
-        self.buf.extend_from_slice(bytes);
+        self.reader.feed(bytes);
     }
 
     /// The next complete message, `Ok(None)` if more bytes are needed.
     pub(crate) fn next(&mut self) -> Result<Option<Incoming>, WireError> {
-        loop {
-            let Some((fin, opcode, start, len)) = self.frame_bounds()? else { return Ok(None) };
-            let mask = [self.buf[start - 4], self.buf[start - 3], self.buf[start - 2], self.buf[start - 1]];
-            let mut data: Vec<u8> = self.buf[start..start + len].to_vec();
-            for (i, b) in data.iter_mut().enumerate() {
-                *b ^= mask[i & 3];
-            }
-            self.buf.drain(..start + len);
-            match opcode {
-                OP_PING => return Ok(Some(Incoming::Ping(data))),
-                OP_PONG => return Ok(Some(Incoming::Pong)),
-                OP_CLOSE => return Ok(Some(Incoming::Close)),
-                OP_TEXT | OP_BINARY => {
-                    if self.message.is_some() {
-                        return Err(WireError::Protocol("new message inside a fragmented one"));
-                    }
-                    self.message = Some((opcode, data));
-                }
-                OP_CONT => match self.message.as_mut() {
-                    Some((_, message)) => {
-                        if message.len() + data.len() > self.max {
-                            return Err(WireError::TooBig(self.max));
-                        }
-                        message.extend_from_slice(&data);
-                    }
-                    None => return Err(WireError::Protocol("continuation without a message")),
-                },
-                _ => return Err(WireError::Protocol("unknown opcode")),
-            }
-            if fin && let Some((opcode, message)) = self.message.take() {
-                if opcode == OP_BINARY {
-                    return Ok(Some(Incoming::Binary));
-                }
-                return match String::from_utf8(message) {
-                    Ok(text) => Ok(Some(Incoming::Text(text))),
-                    Err(_) => Err(WireError::Protocol("text message is not UTF-8")),
-                };
-            }
-        }
-    }
-
-    /// `(fin, opcode, payload start, payload length)` of the first frame if it is complete.
-    fn frame_bounds(&self) -> Result<Option<(bool, u8, usize, usize)>, WireError> {
-        let b = &self.buf;
-        if b.len() < 2 {
-            return Ok(None);
-        }
-        let fin = b[0] & 0x80 != 0;
-        let opcode = b[0] & 0x0f;
-        if b[1] & 0x80 == 0 {
-            return Err(WireError::Protocol("client frame not masked"));
-        }
-        let (len, at) = match b[1] & 0x7f {
-            126 => {
-                if b.len() < 4 {
-                    return Ok(None);
-                }
-                (u64::from(u16::from_be_bytes([b[2], b[3]])), 4)
-            }
-            127 => {
-                if b.len() < 10 {
-                    return Ok(None);
-                }
-                let mut n = [0u8; 8];
-                n.copy_from_slice(&b[2..10]);
-                (u64::from_be_bytes(n), 10)
-            }
-            n => (u64::from(n), 2),
+        let message = match self.reader.next_message() {
+            Ok(Some(message)) => message,
+            Ok(None) => return Ok(None),
+            Err(WsError::TooLarge(_)) => return Err(WireError::TooBig(self.max)),
+            Err(WsError::Protocol(what)) => return Err(WireError::Protocol(what)),
+            // `feed` does no I/O: these cannot come from buffered bytes.
+            Err(WsError::Eof | WsError::Io(_)) => return Err(WireError::Protocol("connection lost")),
         };
-        if opcode >= OP_CLOSE && (len > 125 || !fin) {
-            return Err(WireError::Protocol("bad control frame"));
-        }
-        let len = usize::try_from(len).map_err(|_| WireError::TooBig(self.max))?;
-        if len > self.max {
-            return Err(WireError::TooBig(self.max));
-        }
-        let start = at + 4;
-        if b.len() < start + len {
-            return Ok(None);
-        }
-        Ok(Some((fin, opcode, start, len)))
+        Ok(Some(match message.opcode {
+            Opcode::Text => match std::str::from_utf8(message.payload) {
+                Ok(text) => Incoming::Text(text.to_owned()),
+                Err(_) => return Err(WireError::Protocol("text message is not UTF-8")),
+            },
+            Opcode::Binary | Opcode::Continuation => Incoming::Binary,
+            Opcode::Ping => Incoming::Ping(message.payload.to_vec()),
+            Opcode::Pong => Incoming::Pong,
+            Opcode::Close => Incoming::Close,
+        }))
     }
 }
 
@@ -266,42 +150,39 @@ impl FrameReader {
 mod tests {
     use super::*;
 
-    fn masked(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+    fn masked(fin: bool, opcode: Opcode, payload: &[u8]) -> Vec<u8> {
         let mask = [1u8, 2, 3, 4];
-        let mut out = vec![if fin { 0x80 } else { 0 } | opcode];
-        match payload.len() {
-            n @ 0..=125 => out.push(0x80 | n as u8),
-            n => {
-                out.push(0x80 | 126);
-                out.extend_from_slice(&(n as u16).to_be_bytes());
-            }
+        let mut out = Vec::new();
+        frame::push_frame(&mut out, opcode, Some(mask), payload);
+        if !fin {
+            out[0] &= 0x7f;
         }
-        out.extend_from_slice(&mask);
-        out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i & 3]));
         out
     }
 
     #[test]
     fn reads_split_fragmented_and_control_frames() {
         let mut r = FrameReader::new(1000);
-        let mut bytes = masked(false, OP_TEXT, b"hel");
-        bytes.extend(masked(true, OP_PING, b"p"));
-        bytes.extend(masked(true, OP_CONT, b"lo"));
-        bytes.extend(masked(true, OP_TEXT, &[b'x'; 300]));
+        let mut bytes = masked(false, Opcode::Text, b"hel");
+        bytes.extend(masked(true, Opcode::Ping, b"p"));
+        bytes.extend(masked(true, Opcode::Continuation, b"lo"));
+        bytes.extend(masked(true, Opcode::Text, &[b'x'; 300]));
+        bytes.extend(masked(true, Opcode::Text, &[0xff, 0xfe]));
         for chunk in bytes.chunks(3) {
             r.push(chunk);
         }
         assert_eq!(r.next(), Ok(Some(Incoming::Ping(b"p".to_vec()))));
         assert_eq!(r.next(), Ok(Some(Incoming::Text("hello".into()))));
         assert_eq!(r.next(), Ok(Some(Incoming::Text("x".repeat(300)))));
-        assert_eq!(r.next(), Ok(None));
+        assert_eq!(r.next(), Err(WireError::Protocol("text message is not UTF-8")));
     }
 
     #[test]
     fn refuses_big_and_unmasked_frames() {
         let mut r = FrameReader::new(200);
-        r.push(&masked(true, OP_TEXT, &[b'x'; 300]));
+        r.push(&masked(true, Opcode::Text, &[b'x'; 300]));
         assert_eq!(r.next(), Err(WireError::TooBig(200)));
+        assert_eq!(WireError::TooBig(200).close_code(), 1009);
         let mut r = FrameReader::new(200);
         r.push(&[0x81, 0x01, b'x']);
         assert!(matches!(r.next(), Err(WireError::Protocol(_))));
@@ -313,6 +194,7 @@ mod tests {
         assert_eq!(&f[..4], &[0x81, 126, 1, 44]);
         assert_eq!(payload(&f).len(), 300);
         assert_eq!(&close_frame(1008, "slow")[..], &[0x88, 6, 0x03, 0xf0, b's', b'l', b'o', b'w']);
+        assert_eq!(&pong_frame(b"hi")[..], &[0x8a, 2, b'h', b'i']);
         // RFC 6455 section 1.3's example key.
         let reply = String::from_utf8(accept_reply("dGhlIHNhbXBsZSBub25jZQ==")).unwrap();
         assert!(reply.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"), "{reply}");

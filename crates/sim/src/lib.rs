@@ -224,6 +224,19 @@ impl SimHandle {
         self.cert_der.as_deref()
     }
 
+    /// The same certificate as PEM, for a client to trust as its root (`--ca-cert FILE`).
+    pub fn certificate_pem(&self) -> Option<String> {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(self.cert_der.as_deref()?);
+        let mut pem = String::from("-----BEGIN CERTIFICATE-----\n");
+        for line in b64.as_bytes().chunks(64) {
+            pem.push_str(std::str::from_utf8(line).unwrap_or_default());
+            pem.push('\n');
+        }
+        pem.push_str("-----END CERTIFICATE-----\n");
+        Some(pem)
+    }
+
     /// The API keys clients may use (one account each).
     pub fn keys(&self) -> &[ApiKey] {
         &self.keys

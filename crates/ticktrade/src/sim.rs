@@ -1,6 +1,6 @@
 //! `ticktrade sim`: run the Deribit-compatible simulator on a port.
 //!
-//! Owns: the command line (`--listen`, `--tls`, `--cert/--cert-key`, `--seed`, `--rate`,
+//! Owns: the command line (`--listen`, `--tls`, `--cert/--cert-key`, `--cert-out`, `--seed`, `--rate`,
 //! `--instruments`, `--key`, `--fault`), the start banner (where it listens, the API key to
 //! use, a clear "local simulator" notice), the once-a-second status line, and Ctrl-C.
 //! Must not: hold any simulator logic; everything is `ticktrade_sim`.
@@ -33,6 +33,10 @@ pub struct Args {
     /// PEM private key for --cert.
     #[arg(long, requires = "cert")]
     pub cert_key: Option<PathBuf>,
+    /// Where --tls writes its generated certificate (PEM), for clients to trust with
+    /// --ca-cert (default: ticktrade-sim-PORT.pem in the system temp directory).
+    #[arg(long, value_name = "FILE", conflicts_with = "cert")]
+    pub cert_out: Option<PathBuf>,
     /// Seed of the synthetic market and of fault decisions.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -97,11 +101,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         for key in sim.keys() {
             rows.push(("api key", format!("client_id={} client_secret={}", key.client_id, key.client_secret.expose())));
         }
-        if sim.certificate_der().is_some() && args.cert.is_none() {
+        if let Some(pem) = sim.certificate_pem()
+            && args.cert.is_none()
+        {
+            let path = args
+                .cert_out
+                .clone()
+                .unwrap_or_else(|| std::env::temp_dir().join(format!("ticktrade-sim-{}.pem", sim.addr().port())));
+            std::fs::write(&path, pem).with_context(|| format!("writing the certificate to {}", path.display()))?;
             rows.push((
                 "tls",
-                "self-signed certificate for localhost/127.0.0.1 (clients must skip verification or trust it)"
-                    .to_owned(),
+                format!(
+                    "self-signed certificate for localhost/127.0.0.1 written to {0}; pass --ca-cert {0}",
+                    path.display()
+                ),
             ));
         }
         print!(

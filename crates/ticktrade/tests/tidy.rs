@@ -7,6 +7,10 @@
 //!   `SystemTime::now` or `thread::spawn` (the one exception: `crates/latency/src/clock.rs`).
 //! - `ticktrade-testkit` depends on no other ticktrade crate (so anything may dev-depend on it).
 //! - Library code never calls `.unwrap()` outside tests.
+//! - Only `ticktrade-net` implements WebSocket framing: no other crate's non-test source (library,
+//!   binary or benchmark) holds the RFC 6455 GUID, frame-byte constants (`0x81`…`0x8A`, the
+//!   `126`/`127` length forms, `& 0x7f` on a length byte) or a four-byte mask XOR loop. Using a
+//!   WebSocket library (tungstenite, yawc) or `ticktrade_net::frame` trips none of these.
 //!
 //! Test code is whatever item follows a `#[cfg(test)]` (or `#[cfg(any(test, …))]`) attribute,
 //! found by matching braces, plus the files of out-of-line `#[cfg(test)] mod name;` modules.
@@ -149,6 +153,78 @@ fn library_code_does_not_unwrap() {
     report("`.unwrap()` in library code (return an error, or use `let … else` with a reason)", &violations);
 }
 
+/// The one crate that may lay out WebSocket frames.
+const FRAMER_CRATE: &str = "ticktrade-net";
+
+/// Why a line of code looks like WebSocket framing, if it does. `code` has comments and string
+/// contents blanked; `text` is the raw line (the GUID lives in a string).
+fn framing_sign(code: &str, text: &str) -> Option<&'static str> {
+    let words: Vec<&str> = code.split(|c: char| !(c.is_alphanumeric() || c == '_')).collect();
+    let has_word = |w: &str| words.iter().any(|x| x.eq_ignore_ascii_case(w));
+    let compact: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    if text.contains("258EAFA5") {
+        Some("the RFC 6455 handshake GUID")
+    } else if ["0x81", "0x82", "0x88", "0x89", "0x8a"].into_iter().any(has_word) {
+        Some("a FIN + opcode first byte")
+    } else if ["|126", "|127", "126=>", "127=>", "126..="].iter().any(|p| compact.contains(p)) {
+        Some("a 16/64-bit payload-length form")
+    } else if compact.contains("&0x7f") || compact.contains("&0x7F") {
+        Some("a payload-length mask")
+    } else if compact.contains('^') && (compact.contains("&3]") || compact.contains("%4]")) {
+        Some("a four-byte mask XOR")
+    } else {
+        None
+    }
+}
+
+#[test]
+fn only_net_implements_websocket_framing() {
+    let workspace = Workspace::load();
+    let mut violations = Vec::new();
+    for package in workspace.packages.iter().filter(|p| p.name != FRAMER_CRATE) {
+        for line in package.all_non_test_lines(&workspace.root) {
+            if let Some(sign) = framing_sign(&line.code, &line.text) {
+                violations.push(format!(
+                    "{}:{}: {sign} in {}: {}",
+                    line.file,
+                    line.number,
+                    package.name,
+                    line.text.trim()
+                ));
+            }
+        }
+    }
+    report("WebSocket framing outside ticktrade-net (use ticktrade_net::frame)", &violations);
+}
+
+#[test]
+fn framing_signs_fire_on_framers_and_not_on_library_uses() {
+    let framers = [
+        (r#"const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";"#, r#"const GUID: &str = "";"#),
+        ("out.push(0x81);", "out.push(0x81);"),
+        ("n @ 126..=0xffff => {", "n @ 126..=0xffff => {"),
+        ("out.push(0x80 | 126);", "out.push(0x80 | 126);"),
+        ("match b1 & 0x7f {", "match b1 & 0x7f {"),
+        ("*b ^= mask[i & 3];", "*b ^= mask[i & 3];"),
+        ("map(|(i, b)| b ^ key[i % 4])", "map(|(i, b)| b ^ key[i % 4])"),
+    ];
+    for (text, code) in framers {
+        assert!(framing_sign(code, text).is_some(), "{text}");
+    }
+    let uses = [
+        "let (ws, _) = tokio_tungstenite::connect_async(url).await?;",
+        "ws.send(Message::Text(text.into())).await?;",
+        "let frame = yawc::Frame::text(payload);",
+        "frame::push_frame(&mut out, Opcode::Text, None, payload);",
+        "let header = frame::parse_header(buf).ok()??;",
+        "if byte == 0x1b { continue; }",
+        "let x = a ^ b[i & 7];",
+    ];
+    for code in uses {
+        assert_eq!(framing_sign(code, code), None, "{code}");
+    }
+}
+
 #[track_caller]
 fn report(what: &str, violations: &[String]) {
     assert!(violations.is_empty(), "{what}:\n  {}\n", violations.join("\n  "));
@@ -242,31 +318,48 @@ impl Package {
         let mut files = Vec::new();
         rust_files(&src, &mut files);
         files.retain(|f| !self.bin_roots.contains(f) && !f.starts_with(src.join("bin")));
-        files.sort();
-
-        let mut scanned = Vec::new();
-        let mut test_modules = BTreeSet::new();
-        for file in &files {
-            let text = std::fs::read_to_string(file).unwrap();
-            let lines = scan(&text);
-            for module in test_module_names(&lines) {
-                test_modules.extend(module_paths(file, &module));
-            }
-            for path in lines.iter().filter_map(|l| l.test_module_path.as_deref()) {
-                test_modules.insert(file.parent().unwrap_or(Path::new("")).join(path));
-            }
-            scanned.push((file, lines));
-        }
-        let mut out = Vec::new();
-        for (file, lines) in scanned {
-            if test_modules.iter().any(|m| file == m || file.starts_with(m.with_extension(""))) {
-                continue;
-            }
-            let rel = relative(file, root);
-            out.extend(lines.into_iter().filter(|l| !l.test_only).map(|l| Line { file: rel.clone(), ..l }));
-        }
-        out
+        non_test_lines_of(files, root)
     }
+
+    /// Every non-test line of the package's `src/` (library and binaries) and `benches/`.
+    fn all_non_test_lines(&self, root: &Path) -> Vec<Line> {
+        let dir = root.join(Path::new(&self.manifest_rel).parent().unwrap_or(Path::new("")));
+        let mut files = Vec::new();
+        for sub in ["src", "benches"] {
+            if dir.join(sub).is_dir() {
+                rust_files(&dir.join(sub), &mut files);
+            }
+        }
+        non_test_lines_of(files, root)
+    }
+}
+
+/// The non-test lines of `files`: test-only items and out-of-line test modules left out.
+fn non_test_lines_of(mut files: Vec<PathBuf>, root: &Path) -> Vec<Line> {
+    files.sort();
+
+    let mut scanned = Vec::new();
+    let mut test_modules = BTreeSet::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let lines = scan(&text);
+        for module in test_module_names(&lines) {
+            test_modules.extend(module_paths(file, &module));
+        }
+        for path in lines.iter().filter_map(|l| l.test_module_path.as_deref()) {
+            test_modules.insert(file.parent().unwrap_or(Path::new("")).join(path));
+        }
+        scanned.push((file, lines));
+    }
+    let mut out = Vec::new();
+    for (file, lines) in scanned {
+        if test_modules.iter().any(|m| file == m || file.starts_with(m.with_extension(""))) {
+            continue;
+        }
+        let rel = relative(file, root);
+        out.extend(lines.into_iter().filter(|l| !l.test_only).map(|l| Line { file: rel.clone(), ..l }));
+    }
+    out
 }
 
 fn relative(path: &Path, root: &Path) -> String {

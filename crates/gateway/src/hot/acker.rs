@@ -16,8 +16,8 @@ use ticktrade_deribit_proto::envelope::{ServerStamps, encode_result};
 use ticktrade_deribit_proto::{Id, order::find_label};
 
 use super::exchange::ExchangeError;
-use super::handshake;
-use super::ws::{Opcode, Role, WsError, WsWriter};
+use ticktrade_net::frame::{Opcode, Role, WsError, WsWriter};
+use ticktrade_net::handshake;
 
 /// A running acker: connect to `addr`, then `join` after closing.
 pub struct Acker {

@@ -22,7 +22,7 @@ use ticktrade_latency::{RawTicks, RingProducer, Stage, Stamps, TscClock};
 
 use super::pipeline::{Outcome, Pipeline, PipelineStats, RawStamps};
 use super::strategy::Strategy;
-use super::ws::{Opcode, Role, WsError, WsReader, WsWriter};
+use ticktrade_net::frame::{Opcode, Role, WsError, WsReader, WsWriter};
 
 /// A text frame that asks the loop to re-send its last order frame and time only the write:
 /// the same bytes on the same socket, in the same run (the benchmarks' `write_floor`).
@@ -94,7 +94,7 @@ pub struct HotLoop<S> {
 }
 
 impl<S: Strategy> HotLoop<S> {
-    /// A loop over a connected WebSocket (`handshake::connect` gives `stream` and `reader`).
+    /// A loop over a connected WebSocket (`ticktrade_net::handshake::connect` gives `stream` and `reader`).
     /// `stamps_tx` receives one `Stamps` per book frame; `floor_tx` one per floor probe.
     pub fn new(
         stream: TcpStream,

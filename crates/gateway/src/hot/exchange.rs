@@ -33,8 +33,8 @@ use ticktrade_latency::{Histogram, RawTicks, TscClock};
 
 use super::engine::{FLOOR_PROBE, pin_current_thread};
 use super::feed::SyntheticFeed;
-use super::handshake::{self, HandshakeError};
-use super::ws::{Opcode, Role, WsError, WsReader, WsWriter};
+use ticktrade_net::frame::{Opcode, Role, WsError, WsReader, WsWriter};
+use ticktrade_net::handshake::{self, HandshakeError};
 
 /// How the exchange side publishes.
 #[derive(Clone, Copy, Debug)]

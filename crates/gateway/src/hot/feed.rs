@@ -15,7 +15,7 @@ use ticktrade_deribit_proto::{BookHeader, BookKind};
 
 use super::pipeline::{Outcome, Pipeline, RawStamps, StageClock};
 use super::strategy::Strategy;
-use super::ws::{Role, WsWriter};
+use ticktrade_net::frame::{Role, WsWriter};
 
 /// The instrument the synthetic feed is for.
 pub const INSTRUMENT: &str = "BTC-PERPETUAL";

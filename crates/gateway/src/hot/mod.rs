@@ -1,8 +1,9 @@
 //! The hot path: one thread that reads a market-data frame, decodes it, applies it to the
 //! book, lets a strategy decide, encodes the order and writes it (DESIGN §2, STYLE §7).
 //!
-//! Owns: the synchronous loop and everything on it: a minimal WebSocket framer on a blocking
-//! `std::net::TcpStream` with `TCP_NODELAY`, the `Strategy` trait and its `OrderSink`, stage
+//! Owns: the synchronous loop and everything on it: `ticktrade_net`'s WebSocket framer
+//! (`frame::WsReader`/`WsWriter`) on a blocking `std::net::TcpStream` with `TCP_NODELAY`, the
+//! `Strategy` trait and its `OrderSink`, stage
 //! stamps t0…t5 (raw TSC readings, converted after t5 and pushed to an SPSC ring), and the
 //! recorder thread that drains that ring into histograms.
 //! Must not: allocate, lock, log, format or touch the async control plane between t0 and t5
@@ -19,9 +20,6 @@
 //! (`nm -n target/release/ticktrade` lists them side by side; docs/PERFORMANCE.md §5, §9).
 //!
 //! # Layout
-//! - `ws`: RFC 6455 frames: `WsReader` (reused buffer, fragments, control frames), `WsWriter`
-//!   (payload encoded in place, header put in front, client masking).
-//! - `handshake`: the opening handshake, client (`connect`) and server (`accept`).
 //! - `strategy`: `Strategy`, `BookEvent`, `OrderSink`, `OrderIntent`, `QuoteOnTick`.
 //! - `pipeline`: `Pipeline` (decode → book → decide → encode), `RawStamps`, `StageClock`.
 //! - `engine`: `HotLoop` (socket read … socket write), `HotConfig`, `FLOOR_PROBE`.
@@ -39,13 +37,11 @@ pub mod acker;
 pub mod engine;
 pub mod exchange;
 pub mod feed;
-pub mod handshake;
 pub mod order_client;
 pub mod order_frame;
 pub mod pipeline;
 pub mod record;
 pub mod strategy;
-pub mod ws;
 
 pub use engine::{Exit, FLOOR_PROBE, HotConfig, HotError, HotLoop, LoopReport, pin_current_thread};
 pub use pipeline::{Outcome, Pipeline, PipelineStats, RawStamps, StageClock};

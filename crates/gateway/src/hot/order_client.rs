@@ -22,7 +22,7 @@ use ticktrade_deribit_proto::{Id, Incoming, classify};
 use ticktrade_latency::{RawTicks, TscClock};
 
 use super::order_frame::OrderFramer;
-use super::ws::{Opcode, Role, WsError, WsReader, WsWriter};
+use ticktrade_net::frame::{Opcode, Role, WsError, WsReader, WsWriter};
 
 /// Stamps of one `send`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,7 +69,7 @@ pub struct OrderClient {
 }
 
 impl OrderClient {
-    /// A client on a connected WebSocket (`handshake::connect`).
+    /// A client on a connected WebSocket (`ticktrade_net::handshake::connect`).
     pub fn new(stream: TcpStream, reader: WsReader, spec: &InstrumentSpec, clock: TscClock) -> OrderClient {
         OrderClient {
             orders: OrderFramer::new(spec, 0x2545_F491),

@@ -3,7 +3,7 @@
 //! mask state, `FixedOrderEncoder` (every constant of the request inline) and the frame buffer,
 //! about nine cache lines of one page.
 //!
-//! Owns: the block's layout, the frame header of an order (16-bit length form), whole-word
+//! Owns: the block's layout, where the order's frame header (`ticktrade_net::frame`) goes, whole-word
 //! masking (the bytes after the payload are slack of the encoder's region).
 //! Must not: allocate after `new`, read anything outside the block and the order, or panic.
 //!
@@ -17,7 +17,7 @@ use ticktrade_core::InstrumentSpec;
 use ticktrade_deribit_proto::order::{LimitOrder, OrderEncoder};
 use ticktrade_deribit_proto::order_fixed::{ENCODE_ROOM, FixedOrderEncoder};
 
-use super::ws::{Opcode, WsWriter, apply_mask};
+use ticktrade_net::frame::{Opcode, WsWriter, apply_mask, encode_header, next_mask};
 
 /// Where the payload starts in the block's buffer; the header (at most 8 bytes for a masked
 /// frame under 64 KiB) goes right in front of it.
@@ -61,14 +61,15 @@ impl OrderFrame {
         // Whole words: the bytes past `end` are slack of the encoder's region.
         let words = len.div_ceil(8) * 8;
         apply_mask(&mut self.buf[PAYLOAD_AT..PAYLOAD_AT + words], key);
-        let [k0, k1, k2, k3] = key;
+        let (header, n) = encode_header(true, Opcode::Text, Some(key), len);
+        // `len` < ENCODE_ROOM < 65 536: the 7-bit (6 bytes with the key) or 16-bit (8 bytes)
+        // length form. Copies of a constant length, so no call to `memcpy` (see above).
+        debug_assert_eq!(n, if len < 126 { 6 } else { 8 });
         let start = if len < 126 {
-            self.buf[PAYLOAD_AT - 6..PAYLOAD_AT].copy_from_slice(&[0x81, 0x80 | len as u8, k0, k1, k2, k3]);
+            self.buf[PAYLOAD_AT - 6..PAYLOAD_AT].copy_from_slice(&header[..6]);
             PAYLOAD_AT - 6
         } else {
-            // `len` < ENCODE_ROOM < 65 536: the 16-bit length form.
-            let [l0, l1] = (len as u16).to_be_bytes();
-            self.buf[PAYLOAD_AT - 8..PAYLOAD_AT].copy_from_slice(&[0x81, 0x80 | 126, l0, l1, k0, k1, k2, k3]);
+            self.buf[PAYLOAD_AT - 8..PAYLOAD_AT].copy_from_slice(&header[..8]);
             PAYLOAD_AT - 8
         };
         self.frame_start = start as u16;
@@ -88,16 +89,6 @@ impl OrderFrame {
     pub fn frame(&self) -> &[u8] {
         &self.buf[usize::from(self.frame_start)..usize::from(self.frame_end)]
     }
-}
-
-#[inline(always)]
-fn next_mask(state: &mut u32) -> [u8; 4] {
-    let mut x = *state;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    *state = x;
-    x.to_ne_bytes()
 }
 
 /// Builds each order's frame in an [`OrderFrame`] block, or, for an order its fixed encoder

@@ -15,7 +15,7 @@ use ticktrade_latency::{RawTicks, TscClock};
 
 use super::order_frame::{OrderFrame, OrderFramer};
 use super::strategy::{BookEvent, OrderSink, Strategy};
-use super::ws::WsWriter;
+use ticktrade_net::frame::WsWriter;
 
 /// A clock the hot path can stamp with. `TscClock` in production (≈9 ns per reading).
 pub trait StageClock {

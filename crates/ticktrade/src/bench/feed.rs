@@ -463,20 +463,8 @@ fn client_config() -> WebSocketConfig {
 
 /// An unmasked, final WebSocket text frame carrying `payload`.
 fn server_text_frame(payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(payload.len() + 10);
-    out.push(0x81);
-    match payload.len() {
-        len @ 0..=125 => out.push(len as u8),
-        len @ 126..=0xffff => {
-            out.push(126);
-            out.extend_from_slice(&(len as u16).to_be_bytes());
-        }
-        len => {
-            out.push(127);
-            out.extend_from_slice(&(len as u64).to_be_bytes());
-        }
-    }
-    out.extend_from_slice(payload);
+    let mut out = Vec::with_capacity(payload.len() + ticktrade_net::frame::MAX_HEADER);
+    ticktrade_net::frame::push_frame(&mut out, ticktrade_net::frame::Opcode::Text, None, payload);
     out
 }
 

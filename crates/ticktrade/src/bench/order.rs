@@ -21,9 +21,9 @@ use ticktrade_core::{Clock, Price, Qty, Side};
 use ticktrade_deribit_proto::order::{LimitOrder, OrderLabel};
 use ticktrade_gateway::hot::acker::Acker;
 use ticktrade_gateway::hot::feed::btc_perpetual;
-use ticktrade_gateway::hot::handshake;
 use ticktrade_gateway::hot::order_client::OrderClient;
 use ticktrade_latency::{Histogram, RawTicks, Series, TscClock};
+use ticktrade_net::handshake;
 
 use super::tick_to_trade::emit;
 

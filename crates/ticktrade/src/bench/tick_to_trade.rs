@@ -30,10 +30,9 @@ use anyhow::{Context, anyhow};
 use ticktrade_core::Qty;
 use ticktrade_gateway::hot::exchange::{ExchangeConfig, ExchangeReport, ExchangeSide, Pace};
 use ticktrade_gateway::hot::feed::{SyntheticFeed, btc_perpetual, warm_up};
-use ticktrade_gateway::hot::{
-    HotConfig, HotLoop, LoopReport, Pipeline, QuoteOnTick, Recorded, handshake, spawn_recorder,
-};
+use ticktrade_gateway::hot::{HotConfig, HotLoop, LoopReport, Pipeline, QuoteOnTick, Recorded, spawn_recorder};
 use ticktrade_latency::{Histogram, Series, Stage, TscClock, spsc_ring};
+use ticktrade_net::handshake;
 
 /// The per-stage series, each the span from the previous stamp to its own.
 const STAGE_SERIES: [(Stage, &str); 5] = [

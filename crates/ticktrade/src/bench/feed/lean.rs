@@ -18,6 +18,9 @@ use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use ticktrade_net::frame::{self, Opcode};
+use ticktrade_net::handshake;
+
 use super::Probe;
 
 /// The read buffer (as the tungstenite clients are configured).
@@ -49,7 +52,7 @@ pub(super) async fn client(
         while let Some((opcode, payload)) = next_frame(&buf[used..]) {
             let text = &buf[used..][payload.clone()];
             used += payload.end;
-            if opcode != 1 || !contains(text, br#""method":"subscription""#) {
+            if opcode != Opcode::Text || !contains(text, br#""method":"subscription""#) {
                 continue;
             }
             if !counted {
@@ -99,10 +102,7 @@ async fn discard(mut socket: TcpStream, chunk: &mut [u8]) {
 async fn connect(addr: SocketAddr, path: &str) -> io::Result<(TcpStream, Vec<u8>)> {
     let mut socket = TcpStream::connect(addr).await?;
     socket.set_nodelay(true)?;
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-    );
+    let request = handshake::client_request(&addr.to_string(), path, "dGhlIHNhbXBsZSBub25jZQ==");
     socket.write_all(request.as_bytes()).await?;
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
@@ -112,11 +112,11 @@ async fn connect(addr: SocketAddr, path: &str) -> io::Result<(TcpStream, Vec<u8>
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "closed during the upgrade"));
         }
         buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+        if let Some(end) = handshake::head_end(&buf) {
             if !buf.starts_with(b"HTTP/1.1 101") {
                 return Err(io::Error::other("upgrade refused"));
             }
-            let rest = buf.split_off(end + 4);
+            let rest = buf.split_off(end);
             return Ok((socket, rest));
         }
         if buf.len() > 16 << 10 {
@@ -126,22 +126,12 @@ async fn connect(addr: SocketAddr, path: &str) -> io::Result<(TcpStream, Vec<u8>
 }
 
 /// The next complete frame at the start of `buf`: its opcode and its payload's range (which
-/// ends where the frame ends).
-fn next_frame(buf: &[u8]) -> Option<(u8, Range<usize>)> {
-    let (&b0, &b1) = (buf.first()?, buf.get(1)?);
-    let (len, mut start): (usize, usize) = match b1 & 0x7f {
-        126 => (usize::from(u16::from_be_bytes([*buf.get(2)?, *buf.get(3)?])), 4),
-        127 => {
-            let bytes: [u8; 8] = buf.get(2..10)?.try_into().ok()?;
-            (usize::try_from(u64::from_be_bytes(bytes)).ok()?, 10)
-        }
-        n => (usize::from(n), 2),
-    };
-    if b1 & 0x80 != 0 {
-        start += 4; // a mask key (servers do not mask; skipped if one does)
-    }
-    let end = start.checked_add(len)?;
-    (buf.len() >= end).then_some((b0 & 0x0f, start..end))
+/// ends where the frame ends). `None` if incomplete (or not a valid frame: the client stops).
+fn next_frame(buf: &[u8]) -> Option<(Opcode, Range<usize>)> {
+    let header = frame::parse_header(buf).ok()??;
+    let start = header.header_len;
+    let end = start.checked_add(usize::try_from(header.payload_len).ok()?)?;
+    (buf.len() >= end).then_some((header.opcode, start..end))
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -151,26 +141,15 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 /// A final text frame from a client (masked, as RFC 6455 requires).
 fn masked_text(payload: &[u8]) -> Vec<u8> {
     const MASK: [u8; 4] = [0x5a, 0x13, 0xc4, 0x7e];
-    let mut out = Vec::with_capacity(payload.len() + 14);
-    out.push(0x81);
-    match payload.len() {
-        len @ 0..=125 => out.push(0x80 | len as u8),
-        len @ 126..=0xffff => {
-            out.push(0x80 | 126);
-            out.extend_from_slice(&(len as u16).to_be_bytes());
-        }
-        len => {
-            out.push(0x80 | 127);
-            out.extend_from_slice(&(len as u64).to_be_bytes());
-        }
-    }
-    out.extend_from_slice(&MASK);
-    out.extend(payload.iter().enumerate().map(|(i, b)| b ^ MASK[i & 3]));
+    let mut out = Vec::with_capacity(payload.len() + frame::MAX_HEADER);
+    frame::push_frame(&mut out, Opcode::Text, Some(MASK), payload);
     out
 }
 
 #[cfg(test)]
 mod tests {
+    use ticktrade_net::frame::{Role, WsReader};
+
     use super::*;
 
     #[test]
@@ -179,7 +158,7 @@ mod tests {
         let big = vec![b'x'; 300];
         buf.extend(super::super::server_text_frame(&big));
         let (op, first) = next_frame(&buf).expect("first frame");
-        assert_eq!((op, &buf[first.clone()]), (1, &b"hello"[..]));
+        assert_eq!((op, &buf[first.clone()]), (Opcode::Text, &b"hello"[..]));
         let rest = &buf[first.end..];
         let (_, second) = next_frame(rest).expect("second frame");
         assert_eq!(&rest[second.clone()], &big[..]);
@@ -189,11 +168,10 @@ mod tests {
 
     #[test]
     fn the_subscribe_frame_unmasks_to_its_text() {
-        let frame = masked_text(b"{\"a\":1}");
-        assert_eq!(frame[0], 0x81);
-        assert_eq!(frame[1], 0x80 | 7);
-        let mask = &frame[2..6];
-        let text: Vec<u8> = frame[6..].iter().enumerate().map(|(i, b)| b ^ mask[i & 3]).collect();
-        assert_eq!(text, b"{\"a\":1}");
+        let bytes = masked_text(b"{\"a\":1}");
+        let mut reader = WsReader::new(Role::Server, 256);
+        reader.feed(&bytes);
+        let message = reader.next_message().unwrap().unwrap();
+        assert_eq!((message.opcode, message.payload), (Opcode::Text, &b"{\"a\":1}"[..]));
     }
 }

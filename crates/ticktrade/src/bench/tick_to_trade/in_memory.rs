@@ -11,9 +11,9 @@
 use ticktrade_core::Qty;
 use ticktrade_gateway::hot::engine::to_stamps;
 use ticktrade_gateway::hot::feed::{SyntheticFeed, warm_up};
-use ticktrade_gateway::hot::ws::{Role, WsWriter};
 use ticktrade_gateway::hot::{Pipeline, QuoteOnTick, RawStamps, Recorded};
 use ticktrade_latency::{Series, Stage, TscClock};
+use ticktrade_net::frame::{Role, WsWriter};
 
 /// Runs the warm and the cold pass and returns their series.
 pub(crate) fn run(

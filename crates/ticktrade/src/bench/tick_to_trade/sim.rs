@@ -17,11 +17,10 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
 use ticktrade_core::{InstrumentSpec, Qty};
-use ticktrade_gateway::hot::ws::{Opcode, Role, WsReader, WsWriter};
-use ticktrade_gateway::hot::{
-    Exit, HotConfig, HotLoop, LoopReport, Pipeline, QuoteOnTick, Recorded, handshake, spawn_recorder,
-};
+use ticktrade_gateway::hot::{Exit, HotConfig, HotLoop, LoopReport, Pipeline, QuoteOnTick, Recorded, spawn_recorder};
 use ticktrade_latency::{TscClock, spsc_ring};
+use ticktrade_net::frame::{Opcode, Role, WsReader, WsWriter};
+use ticktrade_net::handshake;
 use ticktrade_sim::{ApiKey, Limits, SimConfig};
 
 /// What the run measured, and how many orders the simulator counted.

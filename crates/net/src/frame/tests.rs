@@ -1,3 +1,5 @@
+use std::io::{self, Read};
+
 use super::*;
 use proptest::prelude::*;
 
@@ -187,4 +189,52 @@ proptest! {
         apply_mask(&mut masked, key);
         prop_assert_eq!(masked, payload);
     }
+}
+
+#[test]
+fn push_frame_matches_the_naive_encoder_both_roles() {
+    for len in [0usize, 1, 125, 126, 300, 65_535, 65_536] {
+        let payload: Vec<u8> = (0..len).map(|i| (i * 13) as u8).collect();
+        let mut out = vec![0xEE];
+        push_frame(&mut out, Opcode::Text, None, &payload);
+        assert_eq!(out[1..], naive_frame(true, 1, None, &payload)[..], "len {len}");
+        let mut out = Vec::new();
+        push_frame(&mut out, Opcode::Binary, Some([9, 8, 7, 6]), &payload);
+        assert_eq!(out, naive_frame(true, 2, Some([9, 8, 7, 6]), &payload), "len {len}");
+    }
+}
+
+#[test]
+fn close_frames_carry_the_code_and_a_cut_reason() {
+    let mut out = Vec::new();
+    push_close(&mut out, None, close::POLICY, "slow");
+    assert_eq!(out, naive_frame(true, 8, None, &[0x03, 0xf0, b's', b'l', b'o', b'w']));
+    // 200 two-byte characters: cut to at most 123 bytes, on a character boundary.
+    let long = "é".repeat(100);
+    let mut out = Vec::new();
+    push_close(&mut out, Some([1, 2, 3, 4]), close::TOO_BIG, &long);
+    let mut reader = WsReader::new(Role::Server, 256);
+    reader.feed(&out);
+    let message = reader.next_message().unwrap().unwrap();
+    assert_eq!(message.opcode, Opcode::Close);
+    assert_eq!(close_code(message.payload), Some(1009));
+    assert_eq!(std::str::from_utf8(&message.payload[2..]).unwrap(), "é".repeat(61));
+    assert_eq!(close_code(&[3]), None);
+}
+
+#[test]
+fn the_reader_limit_applies_to_frames_and_to_reassembled_fragments() {
+    let mut reader = WsReader::with_limit(Role::Server, 256, 200);
+    reader.feed(&naive_frame(true, 1, Some([1, 2, 3, 4]), &[b'x'; 201]));
+    assert_eq!(reader.next_message(), Err(WsError::TooLarge(201)));
+    let mut reader = WsReader::with_limit(Role::Server, 256, 200);
+    let mut bytes = naive_frame(false, 1, Some([1, 2, 3, 4]), &[b'x'; 150]);
+    bytes.extend(naive_frame(true, 0, Some([1, 2, 3, 4]), &[b'x'; 60]));
+    reader.feed(&bytes);
+    assert_eq!(reader.next_message(), Err(WsError::TooLarge(210)));
+    assert_eq!(WsError::TooLarge(210).close_code(), close::TOO_BIG);
+    assert_eq!(WsError::Protocol("x").close_code(), close::PROTOCOL);
+    let mut reader = WsReader::with_limit(Role::Server, 256, 200);
+    reader.feed(&naive_frame(true, 1, Some([1, 2, 3, 4]), &[b'x'; 200]));
+    assert_eq!(reader.next_message().unwrap().unwrap().payload.len(), 200);
 }

@@ -1,0 +1,160 @@
+//! The hot loop's blocking connection against the real simulator on loopback, over `wss://`
+//! (its generated certificate as the private root) and `ws://`: the handshake, a JSON-RPC
+//! `public/test` exchange, each connect failure with its own error, and the allocations per
+//! round trip (counted on this thread by `CountingAlloc`; the simulator's threads are not).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap
+
+use std::time::{Duration, Instant};
+
+use ticktrade_net::frame::{Opcode, Role, WsReader, WsWriter};
+use ticktrade_net::hot::{self, ConnectError, HotOptions, HotStream, Step, TlsRoots};
+use ticktrade_sim::{Limits, SimConfig, SimHandle, TlsSource};
+
+#[global_allocator]
+static ALLOC: ticktrade_testkit::CountingAlloc = ticktrade_testkit::CountingAlloc::new();
+
+/// Allocations rustls 0.23's buffered client makes per round trip (one request record
+/// encrypted, one response record decrypted), measured by `tls_allocations_per_round_trip`.
+const MAX_TLS_ALLOCS_PER_ROUND_TRIP: usize = 2;
+const ROUND_TRIPS: usize = 2_000;
+
+fn sim(tls: bool) -> (tokio::runtime::Runtime, SimHandle) {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    // No credit limits: the allocation test sends requests back to back.
+    let config =
+        SimConfig { tls: tls.then_some(TlsSource::SelfSigned), limits: Limits::unlimited(), ..SimConfig::default() };
+    let sim = runtime.block_on(ticktrade_sim::spawn_loopback(config)).unwrap();
+    (runtime, sim)
+}
+
+/// The simulator's certificate written where a `--ca-cert` option would read it.
+fn root_file(sim: &SimHandle, name: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("ticktrade-hot-tls-{}-{name}.pem", std::process::id()));
+    std::fs::write(&path, sim.certificate_pem().unwrap()).unwrap();
+    path
+}
+
+/// Sends `public/test` with `id` and reads until its response; returns the response's length.
+fn public_test(
+    stream: &mut HotStream,
+    reader: &mut WsReader,
+    writer: &mut WsWriter,
+    request: &[u8],
+    id: &[u8],
+) -> usize {
+    writer.frame_of(Opcode::Text, request);
+    writer.write_to(stream).unwrap();
+    loop {
+        while let Some(message) = reader.next_message().unwrap() {
+            if message.opcode == Opcode::Text && contains(message.payload, id) {
+                return message.payload.len();
+            }
+        }
+        reader.fill(stream).unwrap();
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+const TEST_REQUEST: &[u8] = br#"{"jsonrpc":"2.0","id":7,"method":"public/test","params":{}}"#;
+
+#[test]
+fn wss_with_the_sims_certificate_as_root_exchanges_public_test() {
+    let (_runtime, sim) = sim(true);
+    let roots = root_file(&sim, "ok");
+    let url = format!("wss://localhost:{}/ws/api/v2", sim.addr().port());
+    let options = HotOptions { roots: TlsRoots::File(roots.clone()), ..HotOptions::default() };
+    let (mut stream, mut reader) = hot::connect(&url, &options).unwrap();
+    assert!(stream.is_tls());
+    let mut writer = WsWriter::new(Role::Client, 1024, 5);
+    writer.frame_of(Opcode::Text, TEST_REQUEST);
+    writer.write_to(&mut stream).unwrap();
+    let text = loop {
+        if let Some(message) = reader.next_message().unwrap() {
+            break String::from_utf8(message.payload.to_vec()).unwrap();
+        }
+        reader.fill(&mut stream).unwrap();
+    };
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(value["id"], 7, "{text}");
+    assert!(value["result"]["version"].is_string(), "{text}");
+    std::fs::remove_file(roots).unwrap();
+}
+
+#[test]
+fn wss_without_the_root_fails_with_an_unknown_issuer() {
+    let (_runtime, sim) = sim(true);
+    let url = format!("wss://localhost:{}/ws/api/v2", sim.addr().port());
+    let err = hot::connect(&url, &HotOptions::default()).unwrap_err();
+    assert_eq!(err.step(), Some(Step::Tls), "{err}");
+    assert!(err.to_string().contains("UnknownIssuer"), "{err}");
+}
+
+#[test]
+fn a_refused_port_and_an_unresolvable_host_fail_quickly_with_their_own_errors() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let started = Instant::now();
+    let err = hot::connect(&format!("ws://127.0.0.1:{port}/ws/api/v2"), &HotOptions::default()).unwrap_err();
+    assert!(matches!(err, ConnectError::Refused { .. }), "{err}");
+    assert!(err.to_string().contains("refused"), "{err}");
+
+    // `.invalid` never resolves (RFC 2606); without a resolver the lookup fails or times out,
+    // named as DNS either way.
+    let options = HotOptions { deadline: Duration::from_secs(3), ..HotOptions::default() };
+    let err = hot::connect("wss://venue.invalid/ws/api/v2", &options).unwrap_err();
+    assert_eq!(err.step(), Some(Step::Dns), "{err}");
+    assert!(err.to_string().contains("DNS"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+}
+
+#[test]
+fn a_refused_upgrade_names_its_status_line() {
+    let (_runtime, sim) = sim(false);
+    let url = format!("ws://127.0.0.1:{}/no/such/path", sim.addr().port());
+    let err = hot::connect(&url, &HotOptions::default()).unwrap_err();
+    assert_eq!(err.step(), Some(Step::Upgrade), "{err}");
+    assert!(err.to_string().contains("HTTP/1.1 4"), "{err}");
+}
+
+/// Round trips of `public/test` after a warm-up; returns allocations per round trip on this
+/// thread (the framer's and the TLS library's; the simulator runs on other threads).
+fn allocations_per_round_trip(tls: bool) -> f64 {
+    let (_runtime, sim) = sim(tls);
+    let roots = tls.then(|| root_file(&sim, "alloc"));
+    let scheme = if tls { "wss" } else { "ws" };
+    let url = format!("{scheme}://localhost:{}/ws/api/v2", sim.addr().port());
+    let roots_option = roots.clone().map_or(TlsRoots::Webpki, TlsRoots::File);
+    let options = HotOptions { roots: roots_option, ..HotOptions::default() };
+    let (mut stream, mut reader) = hot::connect(&url, &options).unwrap();
+    let mut writer = WsWriter::new(Role::Client, 1024, 9);
+    for _ in 0..100 {
+        public_test(&mut stream, &mut reader, &mut writer, TEST_REQUEST, br#""id":7"#);
+    }
+    let (total, count) = ALLOC.measure(|| {
+        (0..ROUND_TRIPS)
+            .map(|_| public_test(&mut stream, &mut reader, &mut writer, TEST_REQUEST, br#""id":7"#))
+            .sum::<usize>()
+    });
+    assert!(total > 0);
+    if let Some(roots) = roots {
+        std::fs::remove_file(roots).unwrap();
+    }
+    count.n_allocs as f64 / ROUND_TRIPS as f64
+}
+
+#[test]
+fn plain_round_trips_allocate_nothing() {
+    assert_eq!(allocations_per_round_trip(false), 0.0);
+}
+
+#[test]
+fn tls_allocations_per_round_trip_are_rustls_own() {
+    let per_round_trip = allocations_per_round_trip(true);
+    println!("allocations per round trip over TLS: {per_round_trip}");
+    assert!(per_round_trip <= MAX_TLS_ALLOCS_PER_ROUND_TRIP as f64, "{per_round_trip} per round trip");
+}
