@@ -5,7 +5,7 @@
 //! methods not served yet, [`not_served`] (the error for any method the dispatch does not
 //! know) and [`render_table`], the coverage table of `docs/PROTOCOLS.md`. The served methods
 //! are not listed here: they are the dispatch's own lists (`session::*_METHODS`,
-//! `engine::ENGINE_METHODS`), so the table cannot claim a method the dispatch lacks.
+//! `engine::ENGINE_METHODS`, `engine::MARKET_DATA_METHODS`), so the table cannot claim a method the dispatch lacks.
 //! Must not: route or answer a served method.
 //!
 //! A test (`tests/coverage.rs`) checks that every method of `testdata/deribit/examples/` is in
@@ -138,27 +138,17 @@ pub const OUT_OF_SCOPE: &[(&str, Area)] = &[
 /// Trading-relevant methods the simulator should serve and does not yet: they answer
 /// "method not found" like an unknown method, and the table says so.
 pub const NOT_YET_SERVED: &[&str] = &[
-    "public/get_announcements",
     "public/get_combo_details",
     "public/get_combo_ids",
     "public/get_combos",
-    "public/get_contract_size",
     "public/get_delivery_prices",
-    "public/get_expirations",
     "public/get_funding_chart_data",
     "public/get_funding_rate_history",
-    "public/get_funding_rate_value",
     "public/get_historical_volatility",
-    "public/get_index",
     "public/get_index_chart_data",
     "public/get_last_settlements_by_currency",
     "public/get_last_settlements_by_instrument",
-    "public/get_last_trades_by_currency",
-    "public/get_last_trades_by_currency_and_time",
-    "public/get_last_trades_by_instrument_and_time",
     "public/get_mark_price_history",
-    "public/get_supported_index_names",
-    "public/get_trade_volumes",
     "public/get_volatility_index_data",
     "private/cancel_all_by_currency_pair",
     "private/cancel_quotes",
@@ -192,6 +182,7 @@ pub fn served() -> impl Iterator<Item = &'static str> {
         .iter()
         .chain(crate::session::SUBSCRIBE_METHODS)
         .chain(crate::engine::ENGINE_METHODS)
+        .chain(crate::engine::MARKET_DATA_METHODS)
         .copied()
 }
 

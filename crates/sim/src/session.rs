@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::auth::{Grant, Tokens};
 use crate::credits::{Class, Credits, Limits, class_of};
-use crate::engine::{Command, ENGINE_METHODS, now_us, now_utc};
+use crate::engine::{Command, ENGINE_METHODS, MARKET_DATA_METHODS, now_us, now_utc};
 use crate::fault::{FaultLog, Faults};
 use crate::rpc::{self, RpcError, Timing};
 
@@ -274,7 +274,7 @@ async fn dispatch(
     if subscribe::METHODS.contains(&method) {
         return subscribe::call(shared, session, account, id, method, params, us_in).await;
     }
-    if ENGINE_METHODS.contains(&method) {
+    if ENGINE_METHODS.contains(&method) || MARKET_DATA_METHODS.contains(&method) {
         return engine_call(shared, account, method, params).await.map(Some);
     }
     Err(crate::coverage::not_served(method))

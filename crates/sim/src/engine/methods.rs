@@ -19,7 +19,7 @@ use ticktrade_exchange::{
 use crate::market::{AccountId, Market, money};
 use crate::rpc::{RpcError, params};
 
-fn json<T: Serialize>(value: &T) -> Result<String, RpcError> {
+pub(super) fn json<T: Serialize>(value: &T) -> Result<String, RpcError> {
     serde_json::to_string(value).map_err(|_| RpcError::new(11094, "internal_server_error"))
 }
 
@@ -64,7 +64,7 @@ pub const ENGINE_METHODS: &[&str] = &[
     "private/get_user_trades_by_order",
 ];
 
-fn instrument(market: &Market, name: &str) -> Result<InstrumentId, RpcError> {
+pub(super) fn instrument(market: &Market, name: &str) -> Result<InstrumentId, RpcError> {
     market.find(name).ok_or_else(|| RpcError::invalid_param("instrument_name", "wrong format"))
 }
 
@@ -475,7 +475,7 @@ pub fn call(
                 market.ex.user_trades(ExAccount(acc()?), filter).map(|t| market.render_user_trade(t)).collect();
             json(&trades)
         }
-        _ => Err(RpcError::method_not_found()),
+        other => super::market_data::call(market, other, raw).unwrap_or_else(|| Err(RpcError::method_not_found())),
     }
 }
 
