@@ -240,6 +240,15 @@ async fn replies_match_the_vectors_key_for_key() {
         ("private/get_user_trades_by_instrument", btc.clone()),
         ("private/get_user_trades_by_currency", json!({"currency": "BTC"})),
         ("private/get_user_trades_by_order", json!({"order_id": buy_id})),
+        (
+            "private/get_user_trades_by_instrument_and_time",
+            json!({"instrument_name": "BTC-PERPETUAL", "start_timestamp": now - 60_000, "end_timestamp": now + 600_000}),
+        ),
+        (
+            "private/get_user_trades_by_currency_and_time",
+            json!({"currency": "BTC", "start_timestamp": now - 60_000, "end_timestamp": now + 600_000, "sorting": "asc"}),
+        ),
+        ("private/get_order_state_by_label", json!({"currency": "BTC", "label": "vec"})),
         ("public/get_last_trades_by_instrument", btc.clone()),
         ("private/enable_cancel_on_disconnect", json!({})),
         ("private/get_cancel_on_disconnect", json!({})),
