@@ -26,9 +26,11 @@
 //! - `market`: the exchange, its synthetic market and catalogue, rendered as API objects.
 //! - `engine`: the task owning the market; methods; publishing.
 //! - `session`: per-connection state and request dispatch.
+//! - `coverage`: served / out-of-scope methods, their error, the `docs/PROTOCOLS.md` table.
 //! - `ws`, `http`, `server`: the front ends and the listener.
 
 pub mod auth;
+pub mod coverage;
 pub mod credits;
 mod engine;
 pub mod fault;

@@ -1,11 +1,22 @@
 //! One client's view of the simulator: authentication, rate credits, heartbeat and
 //! cancel-on-disconnect state, and the dispatch of one request to its handler.
 //!
-//! Owns: the session methods (`public/auth`, `test`, `get_time`, `hello`, `status`,
-//! `set_heartbeat`, `disable_heartbeat`, cancel-on-disconnect, `logout`, subscribe family),
-//! the private-method gate (token, scope) and the per-request faults (delay, 10028). Both the
-//! WebSocket and the HTTP front ends call [`handle_text`]/[`handle_call`].
+//! Owns: the private-method gate (token, scope), the per-request faults (delay, 10028) and the
+//! routing of a method to its family. Both the WebSocket and the HTTP front ends call
+//! [`handle_text`]/[`handle_call`].
 //! Must not: touch the venue (the engine task does) or write to a socket (callers do).
+//!
+//! # Layout
+//! - `connection`: auth, test/hello/status/time, heartbeats, cancel-on-disconnect, logout.
+//! - `subscribe`: the subscribe/unsubscribe family, handed to the engine task.
+//! - The engine's methods (market data, trading, account reads) are `engine::methods`; what is
+//!   neither is answered by `coverage::not_served`.
+
+mod connection;
+mod subscribe;
+
+pub use connection::METHODS as CONNECTION_METHODS;
+pub use subscribe::METHODS as SUBSCRIBE_METHODS;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -18,10 +29,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::auth::{Grant, Tokens};
 use crate::credits::{Class, Credits, Limits, class_of};
-use crate::engine::{Command, ENGINE_METHODS, SubscribeRequest, now_us, now_utc};
+use crate::engine::{Command, ENGINE_METHODS, MARKET_DATA_METHODS, now_us, now_utc};
 use crate::fault::{FaultLog, Faults};
 use crate::rpc::{self, RpcError, Timing};
-use ticktrade_deribit_proto::api;
 
 /// Deribit's API version string, as `public/test` and `public/hello` report it.
 pub const API_VERSION: &str = "1.2.26";
@@ -258,115 +268,14 @@ async fn dispatch(
         }
     }
     let account = session.grant.as_ref().map(|g| g.account);
-    match method {
-        "public/auth" => {
-            let p: api::AuthParams = rpc::params(params)?;
-            let connection = session.websocket.then_some(session.id);
-            let outcome =
-                shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).authenticate(now_utc(), &p, connection)?;
-            let result = api::AuthResult {
-                access_token: outcome.access_token.clone(),
-                expires_in: outcome.expires_in,
-                refresh_token: outcome.refresh_token.clone(),
-                scope: outcome.grant.scope.render(),
-                token_type: "bearer".to_owned(),
-                enabled_features: Vec::new(),
-                state: p.state.clone(),
-                sid: None,
-            };
-            if session.websocket {
-                session.grant = Some(outcome.grant);
-                session.token = Some(outcome.access_token);
-            }
-            text(&result)
-        }
-        "public/test" => {
-            let p: api::TestParams = rpc::params(params)?;
-            session.awaiting_test = false;
-            if p.expected_result.as_deref() == Some("exception") {
-                return Err(RpcError::new(11094, "internal_server_error"));
-            }
-            text(&api::VersionResult { version: API_VERSION.to_owned() })
-        }
-        "public/get_time" => Ok(Some(now_utc().as_millis().to_string())),
-        "public/hello" => {
-            let _: api::HelloParams = rpc::params(params)?;
-            text(&api::VersionResult { version: API_VERSION.to_owned() })
-        }
-        "public/status" => text(&api::StatusResult { locked: false, locked_currencies: Vec::new() }),
-        "public/set_heartbeat" => {
-            let p: api::HeartbeatParams = rpc::params(params)?;
-            let secs = p.interval.0.to_units(ticktrade_core::Decimal::ONE).unwrap_or(0);
-            if secs < shared.min_heartbeat_s as i64 || secs > 3_600 {
-                return Err(RpcError::invalid_param("interval", "must be between 10 and 3600"));
-            }
-            session.heartbeat = Some(Duration::from_secs(secs as u64));
-            session.awaiting_test = false;
-            ok()
-        }
-        "public/disable_heartbeat" => {
-            session.heartbeat = None;
-            session.awaiting_test = false;
-            ok()
-        }
-        "private/enable_cancel_on_disconnect" | "private/disable_cancel_on_disconnect" => {
-            let p: api::CancelOnDisconnectParams = rpc::params(params)?;
-            if let Some(scope) = p.scope.as_deref()
-                && scope != "connection"
-                && scope != "account"
-            {
-                return Err(RpcError::invalid_param("scope", "invalid value"));
-            }
-            session.cancel_on_disconnect = method == "private/enable_cancel_on_disconnect";
-            ok()
-        }
-        "private/get_cancel_on_disconnect" => text(&api::CancelOnDisconnectResult {
-            scope: "connection".to_owned(),
-            enabled: session.cancel_on_disconnect,
-        }),
-        "private/logout" => {
-            let p: api::LogoutParams = rpc::params(params)?;
-            if p.invalidate_token.unwrap_or(true)
-                && let Some(token) = &session.token
-            {
-                shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).revoke(token);
-            }
-            session.logged_out = true;
-            Ok(None)
-        }
-        "public/subscribe" | "private/subscribe" => {
-            let p: api::SubscribeParams = rpc::params(params)?;
-            let (reply, rx) = oneshot::channel();
-            let request = SubscribeRequest {
-                session: session.id,
-                account,
-                channels: p.channels,
-                label: p.label,
-                id: id.map(str::to_owned),
-                us_in,
-            };
-            shared
-                .engine
-                .send(Command::Subscribe { request, reply })
-                .await
-                .map_err(|_| RpcError::new(11094, "internal_server_error"))?;
-            rx.await.map_err(|_| RpcError::new(11094, "internal_server_error"))??;
-            Ok(None)
-        }
-        "public/unsubscribe" | "private/unsubscribe" | "public/unsubscribe_all" | "private/unsubscribe_all" => {
-            let channels = if method.ends_with("_all") {
-                None
-            } else {
-                Some(rpc::params::<api::SubscribeParams>(params)?.channels)
-            };
-            let (reply, rx) = oneshot::channel();
-            let command =
-                Command::Unsubscribe { session: session.id, channels, id: id.map(str::to_owned), us_in, reply };
-            shared.engine.send(command).await.map_err(|_| RpcError::new(11094, "internal_server_error"))?;
-            let _ = rx.await;
-            Ok(None)
-        }
-        m if ENGINE_METHODS.contains(&m) => engine_call(shared, account, m, params).await.map(Some),
-        _ => Err(RpcError::method_not_found()),
+    if connection::METHODS.contains(&method) {
+        return connection::call(shared, session, method, params).await;
     }
+    if subscribe::METHODS.contains(&method) {
+        return subscribe::call(shared, session, account, id, method, params, us_in).await;
+    }
+    if ENGINE_METHODS.contains(&method) || MARKET_DATA_METHODS.contains(&method) {
+        return engine_call(shared, account, method, params).await.map(Some);
+    }
+    Err(crate::coverage::not_served(method))
 }

@@ -240,6 +240,15 @@ async fn replies_match_the_vectors_key_for_key() {
         ("private/get_user_trades_by_instrument", btc.clone()),
         ("private/get_user_trades_by_currency", json!({"currency": "BTC"})),
         ("private/get_user_trades_by_order", json!({"order_id": buy_id})),
+        (
+            "private/get_user_trades_by_instrument_and_time",
+            json!({"instrument_name": "BTC-PERPETUAL", "start_timestamp": now - 60_000, "end_timestamp": now + 600_000}),
+        ),
+        (
+            "private/get_user_trades_by_currency_and_time",
+            json!({"currency": "BTC", "start_timestamp": now - 60_000, "end_timestamp": now + 600_000, "sorting": "asc"}),
+        ),
+        ("private/get_order_state_by_label", json!({"currency": "BTC", "label": "vec"})),
         ("public/get_last_trades_by_instrument", btc.clone()),
         ("private/enable_cancel_on_disconnect", json!({})),
         ("private/get_cancel_on_disconnect", json!({})),
@@ -265,6 +274,35 @@ async fn replies_match_the_vectors_key_for_key() {
     }
     let closed = c.call("private/close_position", json!({"instrument_name": "BTC-PERPETUAL", "type": "market"})).await;
     check.method("private/close_position", &closed);
+
+    // Market data over the trades above (each list is non-empty, so its items are compared).
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let span =
+        json!({"instrument_name": "BTC-PERPETUAL", "start_timestamp": now - 3_600_000, "end_timestamp": now + 60_000});
+    let market_data: Vec<(&str, Value, &str)> = vec![
+        ("public/get_last_trades_by_currency", json!({"currency": "BTC"}), "trades"),
+        (
+            "public/get_last_trades_by_currency_and_time",
+            json!({"currency": "BTC", "start_timestamp": now - 3_600_000, "end_timestamp": now + 60_000}),
+            "trades",
+        ),
+        ("public/get_last_trades_by_instrument_and_time", span.clone(), "trades"),
+        ("public/get_supported_index_names", json!({}), ""),
+        ("public/get_contract_size", btc.clone(), ""),
+        ("public/get_expirations", json!({"currency": "BTC", "kind": "any"}), "future"),
+        ("public/get_index", json!({"currency": "BTC"}), ""),
+        ("public/get_trade_volumes", json!({}), ""),
+        ("public/get_funding_rate_value", span.clone(), ""),
+        ("public/get_announcements", json!({}), "-"),
+    ];
+    for (method, params, list) in market_data {
+        let reply = c.call(method, params).await;
+        let items = if list.is_empty() { &reply["result"] } else { &reply["result"][list] };
+        if list != "-" {
+            assert!(!items.is_array() || !items.as_array().unwrap().is_empty(), "{method}: empty {reply}");
+        }
+        check.method(method, &reply);
+    }
 
     let notifications = [
         ("book.BTC-PERPETUAL.raw", "book.instrument_name.interval.notification.snapshot.docs_v2_1_1.json"),

@@ -3,7 +3,8 @@
 //! Owns: the command line (`--listen`, `--tls`, `--cert/--cert-key`, `--cert-out`, `--seed`, `--rate`,
 //! `--instruments`, `--key`, `--fault`), the start banner (where it listens, the API key to
 //! use, a clear "local simulator" notice), the once-a-second status line, and Ctrl-C.
-//! Must not: hold any simulator logic; everything is `ticktrade_sim`.
+//! Must not: hold any simulator logic (everything is `ticktrade_sim`), or print a secret given
+//! with `--key` (only the public demo key is shown whole).
 //!
 //! `--key` is the API key (`CLIENT_ID:CLIENT_SECRET`, repeatable); the TLS key file is
 //! `--cert-key`, so the two never clash.
@@ -93,13 +94,24 @@ fn rss_bytes() -> Option<u64> {
     Some(pages * 4096)
 }
 
+/// The banner's line for one key: the built-in demo key is public and printed whole (so a
+/// user can copy it); any other key shows its id and a masked secret.
+fn key_row(key: &ApiKey) -> String {
+    let secret = key.client_secret.expose();
+    if key.client_id == ApiKey::DEFAULT_ID && secret == ApiKey::DEFAULT_SECRET {
+        format!("client_id={} client_secret={secret}", key.client_id)
+    } else {
+        format!("client_id={} client_secret=******** (as given with --key)", key.client_id)
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = config(&args)?;
     runtime()?.block_on(async move {
         let sim = ticktrade_sim::spawn(config).await.context("starting the simulator")?;
         let mut rows = vec![("websocket", sim.ws_url()), ("http", sim.http_url())];
         for key in sim.keys() {
-            rows.push(("api key", format!("client_id={} client_secret={}", key.client_id, key.client_secret.expose())));
+            rows.push(("api key", key_row(key)));
         }
         if let Some(pem) = sim.certificate_pem()
             && args.cert.is_none()

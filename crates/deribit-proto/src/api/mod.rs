@@ -12,13 +12,16 @@
 //! - `params`: request params per method (`BuyParams`, `EditParams`, `AuthParams`…).
 //! - `objects`: result and notification objects (`Order`, `UserTrade`, `Position`, `Ticker`…).
 //! - `market`: public market-data results (`Instrument`, `OrderBook`, `BookSummary`…).
+//! - `market_data`: trade history by time, index names, expirations, volumes, funding.
 
 mod market;
+mod market_data;
 mod num;
 mod objects;
 mod params;
 
 pub use market::*;
+pub use market_data::*;
 pub use num::Num;
 pub use objects::*;
 pub use params::*;

@@ -208,6 +208,11 @@ pub struct FilterParams {
     pub extended: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subaccount_id: Option<i64>,
+    /// The `*_and_time` reads: milliseconds, both ends included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_timestamp: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_timestamp: Option<i64>,
 }
 
 /// `private/close_position`.

@@ -19,7 +19,7 @@ use ticktrade_exchange::{
 use crate::market::{AccountId, Market, money};
 use crate::rpc::{RpcError, params};
 
-fn json<T: Serialize>(value: &T) -> Result<String, RpcError> {
+pub(super) fn json<T: Serialize>(value: &T) -> Result<String, RpcError> {
     serde_json::to_string(value).map_err(|_| RpcError::new(11094, "internal_server_error"))
 }
 
@@ -62,9 +62,12 @@ pub const ENGINE_METHODS: &[&str] = &[
     "private/get_user_trades_by_instrument",
     "private/get_user_trades_by_currency",
     "private/get_user_trades_by_order",
+    "private/get_user_trades_by_instrument_and_time",
+    "private/get_user_trades_by_currency_and_time",
+    "private/get_order_state_by_label",
 ];
 
-fn instrument(market: &Market, name: &str) -> Result<InstrumentId, RpcError> {
+pub(super) fn instrument(market: &Market, name: &str) -> Result<InstrumentId, RpcError> {
     market.find(name).ok_or_else(|| RpcError::invalid_param("instrument_name", "wrong format"))
 }
 
@@ -384,6 +387,26 @@ pub fn call(
                 .collect();
             json(&orders)
         }
+        "private/get_order_state_by_label" => {
+            let p: api::FilterParams = params(raw)?;
+            if p.currency.is_none() {
+                return Err(RpcError::invalid_param("currency", "must be present"));
+            }
+            let wanted =
+                label(Some(p.label.as_deref().ok_or_else(|| RpcError::invalid_param("label", "must be present"))?))?;
+            let filter = order_filter(market, &p)?;
+            let account = ExAccount(acc()?);
+            // Live orders first (oldest first), then the kept closed ones (newest first).
+            let orders: Vec<api::Order> = market
+                .ex
+                .open_orders(account, filter)
+                .iter()
+                .chain(market.ex.order_history(account, filter).iter())
+                .filter(|o| o.label == wanted)
+                .map(|o| market.render_order(o))
+                .collect();
+            json(&orders)
+        }
         "private/get_order_state" => {
             let p: api::OrderIdParams = params(raw)?;
             let order = check_owner(market.ex.order(order_id(&p.order_id)?), acc()?)?;
@@ -440,33 +463,10 @@ pub fn call(
             }
             json(&result)
         }
-        "private/get_user_trades_by_instrument" | "private/get_user_trades_by_currency" => {
-            let p: api::FilterParams = params(raw)?;
-            let count = p.count.unwrap_or(10).clamp(1, 1_000) as usize;
-            if method.ends_with("instrument") && p.instrument_name.is_none() {
-                return Err(RpcError::invalid_param("instrument_name", "must be present"));
-            }
-            let filter = order_filter(market, &p)?;
-            let trade_filter = TradeFilter { instrument: filter.instrument, currency: None, order_id: None };
-            let currency = filter.currency;
-            let mut trades: Vec<api::UserTrade> = market
-                .ex
-                .user_trades(ExAccount(acc()?), trade_filter)
-                .filter(|t| {
-                    currency.is_none_or(|c| {
-                        t.fee_currency == c || market.ex.catalogue().get(t.instrument).is_some_and(|i| i.base == c)
-                    })
-                })
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .take(count + 1)
-                .map(|t| market.render_user_trade(t))
-                .collect();
-            let has_more = trades.len() > count;
-            trades.truncate(count);
-            json(&api::UserTrades { trades, has_more })
-        }
+        "private/get_user_trades_by_instrument"
+        | "private/get_user_trades_by_currency"
+        | "private/get_user_trades_by_instrument_and_time"
+        | "private/get_user_trades_by_currency_and_time" => user_trades(market, acc()?, method, raw),
         "private/get_user_trades_by_order" => {
             let p: api::OrderIdParams = params(raw)?;
             let id = order_id(&p.order_id)?;
@@ -475,8 +475,55 @@ pub fn call(
                 market.ex.user_trades(ExAccount(acc()?), filter).map(|t| market.render_user_trade(t)).collect();
             json(&trades)
         }
-        _ => Err(RpcError::method_not_found()),
+        other => super::market_data::call(market, other, raw).unwrap_or_else(|| Err(RpcError::method_not_found())),
     }
+}
+
+/// `get_user_trades_by_{instrument,currency}[_and_time]`: newest first unless `sorting` is
+/// `asc`; the `_and_time` variants require both ends of the window.
+fn user_trades(market: &Market, account: AccountId, method: &str, raw: Option<&RawValue>) -> Result<String, RpcError> {
+    let p: api::FilterParams = params(raw)?;
+    let count = p.count.unwrap_or(10).clamp(1, 1_000) as usize;
+    if method.contains("by_instrument") && p.instrument_name.is_none() {
+        return Err(RpcError::invalid_param("instrument_name", "must be present"));
+    }
+    if method.contains("by_currency") && p.currency.is_none() {
+        return Err(RpcError::invalid_param("currency", "must be present"));
+    }
+    let (start, end) = if method.ends_with("_and_time") {
+        let start = p.start_timestamp.ok_or_else(|| RpcError::invalid_param("start_timestamp", "must be present"))?;
+        let end = p.end_timestamp.ok_or_else(|| RpcError::invalid_param("end_timestamp", "must be present"))?;
+        (Some(start), Some(end))
+    } else {
+        (p.start_timestamp, p.end_timestamp)
+    };
+    let ascending = match p.sorting.as_deref() {
+        None | Some("default" | "desc") => false,
+        Some("asc") => true,
+        Some(_) => return Err(RpcError::invalid_param("sorting", "invalid value")),
+    };
+    let filter = order_filter(market, &p)?;
+    let trade_filter = TradeFilter { instrument: filter.instrument, currency: None, order_id: None };
+    let currency = filter.currency;
+    let mut trades: Vec<&ticktrade_exchange::UserTrade> = market
+        .ex
+        .user_trades(ExAccount(account), trade_filter)
+        .filter(|t| {
+            currency.is_none_or(|c| {
+                t.fee_currency == c || market.ex.catalogue().get(t.instrument).is_some_and(|i| i.base == c)
+            })
+        })
+        .filter(|t| {
+            let ms = t.timestamp.as_millis();
+            start.is_none_or(|s| ms >= s) && end.is_none_or(|e| ms <= e)
+        })
+        .collect();
+    if !ascending {
+        trades.reverse();
+    }
+    let has_more = trades.len() > count;
+    let trades = trades.into_iter().take(count).map(|t| market.render_user_trade(t)).collect();
+    json(&api::UserTrades { trades, has_more })
 }
 
 fn currencies(market: &Market) -> Vec<api::Currency> {

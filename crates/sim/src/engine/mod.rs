@@ -7,9 +7,11 @@
 //! disconnects that session ("slow consumer") instead of buffering without limit.
 //!
 //! # Layout
-//! - `methods`: the RPC methods answered here.
+//! - `methods`: the RPC methods answered here: trading, account reads, books and tickers.
+//! - `market_data`: the other public market-data reads (trade history, indexes, volumes).
 //! - `publish`: subscriptions, snapshots, aggregation (100ms/agg2), fan-out.
 
+mod market_data;
 mod methods;
 mod publish;
 
@@ -27,6 +29,7 @@ use crate::fault::{Fault, FaultLog, Faults};
 use crate::market::{AccountId, Market};
 use crate::rpc::RpcError;
 
+pub use market_data::METHODS as MARKET_DATA_METHODS;
 pub use methods::ENGINE_METHODS;
 use publish::Subscriptions;
 use ticktrade_deribit_proto::channel::Interval;
