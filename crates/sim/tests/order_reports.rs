@@ -19,6 +19,9 @@ use ticktrade_deribit_proto::requests::{self, Scope};
 use ticktrade_deribit_proto::signature::Secret;
 use tokio_tungstenite::tungstenite::Message;
 
+/// Writes one request into the buffer.
+type Step<'s> = &'s dyn Fn(&mut Vec<u8>);
+
 #[derive(Default)]
 struct Seen {
     responses: BTreeSet<u64>,
@@ -89,7 +92,7 @@ async fn the_simulators_order_frames_take_the_fixed_path() {
     let mut seen = Seen::default();
 
     // Each step is sent once the previous response is in, so ids arrive in order.
-    let steps: [&dyn Fn(&mut Vec<u8>); 7] = [
+    let steps: [Step<'_>; 7] = [
         &|out| requests::auth_client_credentials(out, 1, "ticktrade-sim", &Secret::new("ticktrade-sim-secret")),
         &|out| {
             requests::subscribe(
