@@ -17,8 +17,13 @@
 //! - `signature`: `client_signature` and `deri-hmac-sha256`, and the `Secret` newtype.
 //! - `api`: typed method params and results.
 //! - `book_fast`: the hot path's fixed-layout book decoder, same results as `book`.
-//! - `order`: the hot path's limit-order encoder and the origin `OrderLabel`.
+//! - `order`: the hot path's order encoder (buy/sell of any type and time in force, edit by
+//!   label or id) and the origin `OrderLabel`.
 //! - `order_fixed`: the same encoder laid out for a cold cache (one struct, fixed-size region).
+//! - `requests`: cancels and the session's control requests (auth, heartbeat, subscribe, queries).
+//! - `frame`: the hot path's one-pass classifier of a received frame (`scan_frame`).
+//! - `report`: order and trade reports (`user.orders`/`user.trades`/`user.changes`, order
+//!   results), fixed-layout fast path and general path.
 //! - `scan` (private): the small JSON scanner the hand decoders share.
 
 pub mod api;
@@ -28,9 +33,12 @@ pub mod channel;
 pub mod client;
 pub mod envelope;
 pub mod error;
+pub mod frame;
 pub mod instrument;
 pub mod order;
 pub mod order_fixed;
+pub mod report;
+pub mod requests;
 mod scan;
 pub mod signature;
 

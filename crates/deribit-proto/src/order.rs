@@ -1,18 +1,23 @@
-//! The hot path's order encoder: `private/buy` / `private/sell` limit orders written straight
-//! into a caller-owned buffer from integer ticks and lots, with a label that carries the
-//! triggering tick's origin (our receive time and the book's `change_id`) to the exchange.
+//! The hot path's order encoder: `private/buy` / `private/sell` (limit or market, with time in
+//! force, `post_only`, `reject_post_only`, `reduce_only` and a label), `private/edit_by_label`
+//! and `private/edit`, written straight into a caller-owned buffer from integer ticks and lots.
+//! The origin label carries the triggering tick (our receive time and the book's `change_id`)
+//! to the exchange.
 //!
-//! Owns: the byte layout of a hot-path order request, the `OrderLabel` format (`tt.<t0 UTC ns>.
-//! <change_id>`, at most 46 bytes, within Deribit's 64-byte label limit) and its parser.
+//! Owns: the byte layout of the hot-path order requests, the `OrderLabel` format (`tt.<t0 UTC
+//! ns>.<change_id>`, at most 46 bytes, within Deribit's 64-byte label limit) and its parser,
+//! the caller-chosen [`Label`] (ASCII, ≤ 64 bytes, checked once), [`TimeInForce`].
 //! Must not: allocate once `out` has capacity, format through `fmt`, or pass a number through
 //! `f64`. The bytes equal what [`crate::envelope::encode_request`] writes for the same members
-//! (tested), so the simulator and Deribit read them like any other request.
+//! in the same order (property-tested), so the simulator and Deribit read them like any other
+//! request. Members equal to Deribit's default (`good_til_cancelled`, `false` flags) are left
+//! out, as the generic writer's callers do.
 //!
 //! Why a separate encoder: `encode_request` + `ParamsWriter` escapes the instrument name and
 //! writes every key on each call, and the generic decimal printer divides in `i128`. Here the
 //! constant parts are built once per instrument (`OrderEncoder::new`) and the price is printed
-//! with `u64` arithmetic and `itoa` (research/limits.md §4: ≈30 ns per order; the gateway's
-//! `hot_pipeline` bench measures this encoder).
+//! with `u64` arithmetic and `itoa` (≈30 ns per order; the gateway's `hot_pipeline` bench and
+//! `benches/orders.rs` measure this encoder).
 
 use ticktrade_core::{InstrumentSpec, Price, Qty, Side};
 
@@ -62,14 +67,123 @@ pub fn find_label(frame: &[u8]) -> Option<OrderLabel> {
     OrderLabel::parse(std::str::from_utf8(&frame[start..start + len]).ok()?)
 }
 
-/// Encodes limit orders for one instrument. Built once at startup; `encode` does not allocate
-/// beyond `out`'s growth.
+/// Deribit's `time_in_force`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TimeInForce {
+    #[default]
+    GoodTilCancelled,
+    GoodTilDay,
+    FillOrKill,
+    ImmediateOrCancel,
+}
+
+impl TimeInForce {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TimeInForce::GoodTilCancelled => "good_til_cancelled",
+            TimeInForce::GoodTilDay => "good_til_day",
+            TimeInForce::FillOrKill => "fill_or_kill",
+            TimeInForce::ImmediateOrCancel => "immediate_or_cancel",
+        }
+    }
+
+    pub fn parse(text: &[u8]) -> Option<TimeInForce> {
+        Some(match text {
+            b"good_til_cancelled" => TimeInForce::GoodTilCancelled,
+            b"good_til_day" => TimeInForce::GoodTilDay,
+            b"fill_or_kill" => TimeInForce::FillOrKill,
+            b"immediate_or_cancel" => TimeInForce::ImmediateOrCancel,
+            _ => return None,
+        })
+    }
+}
+
+/// A label chosen by the caller: ASCII and at most [`Label::MAX_LEN`] bytes (Deribit's limit),
+/// checked once by [`Label::new`] so that encoding cannot fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Label<'a>(&'a str);
+
+/// Why bytes are not a [`Label`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LabelError {
+    #[error("label is {0} bytes long; Deribit allows 64")]
+    TooLong(usize),
+    #[error("label byte {0} is not ASCII")]
+    NotAscii(usize),
+}
+
+impl<'a> Label<'a> {
+    pub const MAX_LEN: usize = 64;
+
+    pub fn new(bytes: &'a [u8]) -> Result<Label<'a>, LabelError> {
+        if bytes.len() > Self::MAX_LEN {
+            return Err(LabelError::TooLong(bytes.len()));
+        }
+        if let Some(at) = bytes.iter().position(|b| !b.is_ascii()) {
+            return Err(LabelError::NotAscii(at));
+        }
+        // All ASCII, hence UTF-8.
+        std::str::from_utf8(bytes).map(Label).map_err(|e| LabelError::NotAscii(e.valid_up_to()))
+    }
+
+    pub fn as_str(&self) -> &'a str {
+        self.0
+    }
+}
+
+/// The `label` of an order request: none, the origin format, or the caller's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OrderTag<'a> {
+    None,
+    Origin(OrderLabel),
+    Text(Label<'a>),
+}
+
+/// `type` and, for limit orders, `price`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OrderKind {
+    Limit(Price),
+    Market,
+}
+
+/// Everything that varies between two `private/buy` / `private/sell` requests of one instrument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OrderRequest<'a> {
+    pub side: Side,
+    pub kind: OrderKind,
+    pub qty: Qty,
+    pub label: OrderTag<'a>,
+    pub time_in_force: TimeInForce,
+    pub post_only: bool,
+    pub reject_post_only: bool,
+    pub reduce_only: bool,
+}
+
+impl From<&LimitOrder> for OrderRequest<'static> {
+    fn from(order: &LimitOrder) -> OrderRequest<'static> {
+        OrderRequest {
+            side: order.side,
+            kind: OrderKind::Limit(order.price),
+            qty: order.qty,
+            label: OrderTag::Origin(order.label),
+            time_in_force: TimeInForce::GoodTilCancelled,
+            post_only: order.post_only,
+            reject_post_only: false,
+            reduce_only: false,
+        }
+    }
+}
+
+/// Encodes order requests for one instrument. Built once at startup; the `encode*` methods do
+/// not allocate beyond `out`'s growth.
 #[derive(Clone, Debug)]
 pub struct OrderEncoder {
     /// `,"method":"private/buy","params":{"instrument_name":"…","amount":`
     buy_prefix: Vec<u8>,
     /// The same for `private/sell`.
     sell_prefix: Vec<u8>,
+    /// `,"method":"private/edit_by_label","params":{"instrument_name":"…","label":`
+    edit_by_label_prefix: Vec<u8>,
     /// Price = ticks × `tick_mantissa` / 10^`tick_scale`.
     tick_mantissa: i64,
     tick_scale: u8,
@@ -89,27 +203,34 @@ pub struct LimitOrder {
     pub label: OrderLabel,
 }
 
+const HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+
 impl OrderEncoder {
     pub fn new(spec: &InstrumentSpec) -> OrderEncoder {
-        let prefix = |method: &str| {
+        let prefix = |method: &str, next: &[u8]| {
             let mut out = Vec::with_capacity(96);
             out.extend_from_slice(b",\"method\":");
             write_json_str(&mut out, method);
             out.extend_from_slice(b",\"params\":{\"instrument_name\":");
             write_json_str(&mut out, &spec.name);
-            out.extend_from_slice(b",\"amount\":");
+            out.extend_from_slice(next);
             out
         };
         let tick = spec.tick();
         OrderEncoder {
-            buy_prefix: prefix("private/buy"),
-            sell_prefix: prefix("private/sell"),
+            buy_prefix: prefix("private/buy", b",\"amount\":"),
+            sell_prefix: prefix("private/sell", b",\"amount\":"),
+            edit_by_label_prefix: prefix("private/edit_by_label", b",\"label\":"),
             tick_mantissa: tick.mantissa(),
             tick_scale: tick.scale(),
             qty_mantissa: spec.qty_unit.mantissa(),
             qty_scale: spec.qty_unit.scale(),
             spec: spec.clone(),
         }
+    }
+
+    pub fn spec(&self) -> &InstrumentSpec {
+        &self.spec
     }
 
     /// Starts loading the encoder's constant runs (see `FastBookDecoder::touch`); returns a
@@ -119,25 +240,41 @@ impl OrderEncoder {
         crate::book_fast::touch_lines(&self.buy_prefix) ^ crate::book_fast::touch_lines(&self.sell_prefix)
     }
 
+    #[inline]
+    fn head(out: &mut Vec<u8>, id: u64) {
+        out.extend_from_slice(HEAD);
+        out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+    }
+
+    #[inline]
+    fn write_qty(&self, qty: Qty, out: &mut Vec<u8>) {
+        match qty.raw().checked_mul(self.qty_mantissa) {
+            Some(m) => write_fixed(m, self.qty_scale, out),
+            None => self.spec.write_qty(qty, out),
+        }
+    }
+
+    #[inline]
+    fn write_price(&self, price: Price, out: &mut Vec<u8>) {
+        match price.raw().checked_mul(self.tick_mantissa) {
+            Some(m) => write_fixed(m, self.tick_scale, out),
+            None => self.spec.write_price(price, out),
+        }
+    }
+
     /// Appends `{"jsonrpc":"2.0","id":ID,"method":"private/buy","params":{"instrument_name":…,
     /// "amount":…,"type":"limit","price":…,"label":"tt.…"[,"post_only":true]}}` to `out`.
+    /// The same bytes as [`Self::encode_order`] for the equivalent [`OrderRequest`] (tested).
     #[inline]
     pub fn encode(&self, out: &mut Vec<u8>, id: u64, order: &LimitOrder) {
-        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+        Self::head(out, id);
         out.extend_from_slice(match order.side {
             Side::Buy => &self.buy_prefix,
             Side::Sell => &self.sell_prefix,
         });
-        match order.qty.raw().checked_mul(self.qty_mantissa) {
-            Some(m) => write_fixed(m, self.qty_scale, out),
-            None => self.spec.write_qty(order.qty, out),
-        }
+        self.write_qty(order.qty, out);
         out.extend_from_slice(b",\"type\":\"limit\",\"price\":");
-        match order.price.raw().checked_mul(self.tick_mantissa) {
-            Some(m) => write_fixed(m, self.tick_scale, out),
-            None => self.spec.write_price(order.price, out),
-        }
+        self.write_price(order.price, out);
         out.extend_from_slice(b",\"label\":\"");
         order.label.write(out);
         out.push(b'"');
@@ -145,6 +282,146 @@ impl OrderEncoder {
             out.extend_from_slice(b",\"post_only\":true");
         }
         out.extend_from_slice(b"}}");
+    }
+
+    /// Appends a `private/buy` or `private/sell` request with the members, in this order:
+    /// `instrument_name`, `amount`, `type`, `price` (limit only), `label` (unless none),
+    /// `time_in_force` (unless `good_til_cancelled`), then `post_only`, `reject_post_only`,
+    /// `reduce_only` when true.
+    #[inline]
+    pub fn encode_order(&self, out: &mut Vec<u8>, id: u64, order: &OrderRequest<'_>) {
+        Self::head(out, id);
+        out.extend_from_slice(match order.side {
+            Side::Buy => &self.buy_prefix,
+            Side::Sell => &self.sell_prefix,
+        });
+        self.write_qty(order.qty, out);
+        match order.kind {
+            OrderKind::Limit(price) => {
+                out.extend_from_slice(b",\"type\":\"limit\",\"price\":");
+                self.write_price(price, out);
+            }
+            OrderKind::Market => out.extend_from_slice(b",\"type\":\"market\""),
+        }
+        write_tag(order.label, out);
+        if order.time_in_force != TimeInForce::GoodTilCancelled {
+            out.extend_from_slice(b",\"time_in_force\":\"");
+            out.extend_from_slice(order.time_in_force.as_str().as_bytes());
+            out.push(b'"');
+        }
+        write_flags(
+            out,
+            &[
+                (b",\"post_only\":true", order.post_only),
+                (b",\"reject_post_only\":true", order.reject_post_only),
+                (b",\"reduce_only\":true", order.reduce_only),
+            ],
+        );
+        out.extend_from_slice(b"}}");
+    }
+
+    /// Appends `private/edit_by_label`: `instrument_name`, `label`, `amount`, `price`, and
+    /// `post_only` when true.
+    #[inline]
+    pub fn encode_edit_by_label(
+        &self,
+        out: &mut Vec<u8>,
+        id: u64,
+        label: OrderTag<'_>,
+        qty: Qty,
+        price: Price,
+        post_only: bool,
+    ) {
+        Self::head(out, id);
+        out.extend_from_slice(&self.edit_by_label_prefix);
+        out.push(b'"');
+        write_tag_text(label, out);
+        out.extend_from_slice(b"\",\"amount\":");
+        self.write_edit_tail(out, qty, price, post_only);
+    }
+
+    /// Appends `private/edit` of `order_id` (an id Deribit gave, written escaped): `order_id`,
+    /// `amount`, `price`, and `post_only` when true.
+    #[inline]
+    pub fn encode_edit(&self, out: &mut Vec<u8>, id: u64, order_id: &str, qty: Qty, price: Price, post_only: bool) {
+        Self::head(out, id);
+        out.extend_from_slice(b",\"method\":\"private/edit\",\"params\":{\"order_id\":");
+        write_json_str(out, order_id);
+        out.extend_from_slice(b",\"amount\":");
+        self.write_edit_tail(out, qty, price, post_only);
+    }
+
+    #[inline]
+    fn write_edit_tail(&self, out: &mut Vec<u8>, qty: Qty, price: Price, post_only: bool) {
+        self.write_qty(qty, out);
+        out.extend_from_slice(b",\"price\":");
+        self.write_price(price, out);
+        write_flags(out, &[(b",\"post_only\":true", post_only)]);
+        out.extend_from_slice(b"}}");
+    }
+}
+
+#[inline]
+fn write_flags(out: &mut Vec<u8>, flags: &[(&[u8], bool)]) {
+    for &(text, on) in flags {
+        if on {
+            out.extend_from_slice(text);
+        }
+    }
+}
+
+/// The label's text, unescaped: `""` for none, the origin label written into `buf`, or the
+/// caller's text (for the generic writer, which escapes it).
+pub(crate) fn write_tag_plain<'b>(tag: OrderTag<'b>, buf: &'b mut [u8; 64]) -> &'b str {
+    match tag {
+        OrderTag::None => "",
+        OrderTag::Text(label) => label.as_str(),
+        OrderTag::Origin(label) => {
+            let mut at = 0;
+            let mut put = |bytes: &[u8]| {
+                let end = (at + bytes.len()).min(buf.len());
+                buf[at..end].copy_from_slice(&bytes[..end - at]);
+                at = end;
+            };
+            put(LABEL_PREFIX);
+            put(itoa::Buffer::new().format(label.recv_utc_ns).as_bytes());
+            put(b".");
+            put(itoa::Buffer::new().format(label.change_id).as_bytes());
+            // At most 44 ASCII bytes were written, so this is whole and UTF-8.
+            std::str::from_utf8(&buf[..at]).unwrap_or("")
+        }
+    }
+}
+
+/// `,"label":"…"` unless the tag is `None`.
+#[inline]
+fn write_tag(tag: OrderTag<'_>, out: &mut Vec<u8>) {
+    if tag == OrderTag::None {
+        return;
+    }
+    out.extend_from_slice(b",\"label\":\"");
+    write_tag_text(tag, out);
+    out.push(b'"');
+}
+
+/// The label's text inside its quotes, escaped as `write_json_str` does (`None` is `""`).
+#[inline]
+fn write_tag_text(tag: OrderTag<'_>, out: &mut Vec<u8>) {
+    match tag {
+        OrderTag::None => {}
+        OrderTag::Origin(label) => label.write(out),
+        OrderTag::Text(label) => {
+            let text = label.as_str();
+            if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+                out.extend_from_slice(text.as_bytes());
+            } else {
+                // Rare: the generic escaper, without its quotes.
+                let start = out.len();
+                write_json_str(out, text);
+                out.remove(start);
+                out.pop();
+            }
+        }
     }
 }
 
@@ -280,6 +557,170 @@ mod tests {
             let mut out = Vec::new();
             OrderEncoder::new(&spec).encode(&mut out, 1, &o);
             prop_assert_eq!(out, naive(&spec, 1, &o));
+        }
+    }
+
+    /// The generic writer with the members `encode_order` documents.
+    fn naive_request(spec: &InstrumentSpec, id: u64, o: &OrderRequest<'_>) -> Vec<u8> {
+        let mut label = Vec::new();
+        write_tag_text(o.label, &mut label);
+        let label = match o.label {
+            OrderTag::Text(text) => text.as_str().to_owned(),
+            _ => String::from_utf8(label).unwrap(),
+        };
+        let method = match o.side {
+            Side::Buy => "private/buy",
+            Side::Sell => "private/sell",
+        };
+        let mut out = Vec::new();
+        encode_request(&mut out, id, method, |p| {
+            p.str("instrument_name", &spec.name).qty("amount", spec, o.qty);
+            match o.kind {
+                OrderKind::Limit(price) => p.str("type", "limit").price("price", spec, price),
+                OrderKind::Market => p.str("type", "market"),
+            };
+            if o.label != OrderTag::None {
+                p.str("label", &label);
+            }
+            if o.time_in_force != TimeInForce::GoodTilCancelled {
+                p.str("time_in_force", o.time_in_force.as_str());
+            }
+            for (key, on) in
+                [("post_only", o.post_only), ("reject_post_only", o.reject_post_only), ("reduce_only", o.reduce_only)]
+            {
+                if on {
+                    p.bool(key, true);
+                }
+            }
+        });
+        out
+    }
+
+    fn text(bytes: Vec<u8>) -> String {
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn labels_are_checked_once() {
+        assert_eq!(Label::new(&[b'a'; 64]).map(|l| l.as_str().len()), Ok(64));
+        assert_eq!(Label::new(&[b'a'; 65]), Err(LabelError::TooLong(65)));
+        assert_eq!(Label::new("ab\u{e9}".as_bytes()), Err(LabelError::NotAscii(2)));
+        assert_eq!(Label::new(b"").map(|l| l.as_str()), Ok(""));
+    }
+
+    #[test]
+    fn market_ioc_reduce_only_sell() {
+        let spec = spec("0.5", "10");
+        let label = Label::new(b"exit-1").unwrap();
+        let o = OrderRequest {
+            side: Side::Sell,
+            kind: OrderKind::Market,
+            qty: Qty::from_raw(2),
+            label: OrderTag::Text(label),
+            time_in_force: TimeInForce::ImmediateOrCancel,
+            post_only: false,
+            reject_post_only: false,
+            reduce_only: true,
+        };
+        let mut out = Vec::new();
+        OrderEncoder::new(&spec).encode_order(&mut out, 9, &o);
+        assert_eq!(
+            text(out),
+            r#"{"jsonrpc":"2.0","id":9,"method":"private/sell","params":{"instrument_name":"BTC-PERPETUAL","amount":20,"type":"market","label":"exit-1","time_in_force":"immediate_or_cancel","reduce_only":true}}"#
+        );
+    }
+
+    #[test]
+    fn edits_match_the_generic_writer() {
+        let spec = spec("0.5", "10");
+        let encoder = OrderEncoder::new(&spec);
+        let label = Label::new(b"q\"1").unwrap();
+        for post_only in [false, true] {
+            let mut out = Vec::new();
+            encoder.encode_edit_by_label(
+                &mut out,
+                3,
+                OrderTag::Text(label),
+                Qty::from_raw(15),
+                Price::from_raw(100_223),
+                post_only,
+            );
+            let mut want = Vec::new();
+            encode_request(&mut want, 3, "private/edit_by_label", |p| {
+                p.str("instrument_name", &spec.name).str("label", "q\"1").qty("amount", &spec, Qty::from_raw(15));
+                p.price("price", &spec, Price::from_raw(100_223));
+                if post_only {
+                    p.bool("post_only", true);
+                }
+            });
+            assert_eq!(text(out), text(want));
+            let mut out = Vec::new();
+            encoder.encode_edit(&mut out, 4, "ETH-584864807", Qty::from_raw(1), Price::from_raw(-3), post_only);
+            let mut want = Vec::new();
+            encode_request(&mut want, 4, "private/edit", |p| {
+                p.str("order_id", "ETH-584864807").qty("amount", &spec, Qty::from_raw(1));
+                p.price("price", &spec, Price::from_raw(-3));
+                if post_only {
+                    p.bool("post_only", true);
+                }
+            });
+            assert_eq!(text(out), text(want));
+        }
+    }
+
+    fn tif() -> impl Strategy<Value = TimeInForce> {
+        prop::sample::select(vec![
+            TimeInForce::GoodTilCancelled,
+            TimeInForce::GoodTilDay,
+            TimeInForce::FillOrKill,
+            TimeInForce::ImmediateOrCancel,
+        ])
+    }
+
+    proptest! {
+        #[test]
+        fn order_requests_match_the_generic_writer(
+            tick in prop::sample::select(vec!["0.5", "1", "0.0001", "25"]),
+            unit in prop::sample::select(vec!["10", "1", "0.001"]),
+            price in prop_oneof![-1_000_000_000i64..1_000_000_000, any::<i64>()],
+            qty in prop_oneof![0i64..1_000_000_000, any::<i64>()],
+            market: bool, buy: bool, flags in any::<[bool; 3]>(), tif in tif(),
+            label in prop_oneof![Just(None), "[ -~]{0,64}".prop_map(Some)],
+            origin: Option<(i64, u64)>, id: u64,
+        ) {
+            let spec = spec(tick, unit);
+            let tag = match (&label, origin) {
+                (Some(text), _) => OrderTag::Text(Label::new(text.as_bytes()).unwrap()),
+                (None, Some((utc, change_id))) => OrderTag::Origin(OrderLabel { recv_utc_ns: utc, change_id }),
+                (None, None) => OrderTag::None,
+            };
+            let o = OrderRequest {
+                side: if buy { Side::Buy } else { Side::Sell },
+                kind: if market { OrderKind::Market } else { OrderKind::Limit(Price::from_raw(price)) },
+                qty: Qty::from_raw(qty),
+                label: tag,
+                time_in_force: tif,
+                post_only: flags[0],
+                reject_post_only: flags[1],
+                reduce_only: flags[2],
+            };
+            let mut out = Vec::new();
+            OrderEncoder::new(&spec).encode_order(&mut out, id, &o);
+            let want = naive_request(&spec, id, &o);
+            prop_assert_eq!(text(out), text(want));
+        }
+
+        #[test]
+        fn limit_orders_encode_as_their_requests(price: i64, qty: i64, buy: bool, post_only: bool, utc: i64, change_id: u64) {
+            let spec = spec("0.5", "10");
+            let mut o = order(if buy { Side::Buy } else { Side::Sell }, price, qty);
+            o.post_only = post_only;
+            o.label = OrderLabel { recv_utc_ns: utc, change_id };
+            let encoder = OrderEncoder::new(&spec);
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            encoder.encode(&mut a, 5, &o);
+            encoder.encode_order(&mut b, 5, &OrderRequest::from(&o));
+            prop_assert_eq!(a, b);
         }
     }
 }

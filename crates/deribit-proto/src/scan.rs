@@ -41,6 +41,11 @@ impl<'a> Scanner<'a> {
         self.pos
     }
 
+    /// Moves back to a position returned by [`Self::pos`] (a fast path giving up).
+    pub(crate) fn seek(&mut self, pos: usize) {
+        self.pos = pos.min(self.buf.len());
+    }
+
     pub(crate) fn rest(&self) -> &'a [u8] {
         self.buf.get(self.pos..).unwrap_or(&[])
     }
@@ -144,6 +149,73 @@ impl<'a> Scanner<'a> {
             }
             None => Err(DecodeError::Incomplete),
         }
+    }
+
+    /// A string's raw text between its quotes, escape sequences left as written (`a\"b`
+    /// stays four bytes); control bytes are refused as JSON requires. For members whose
+    /// values may carry escapes (labels, messages, ids) on paths that must not fail on them.
+    #[inline]
+    pub(crate) fn raw_str(&mut self) -> Result<&'a str, DecodeError> {
+        self.expect(b'"', "string")?;
+        let start = self.pos;
+        loop {
+            let rest = self.rest();
+            match string_end(rest) {
+                None => return Err(DecodeError::Incomplete),
+                Some(len) => match rest[len] {
+                    b'"' => {
+                        let text = &self.buf[start..self.pos + len];
+                        self.pos += len + 1;
+                        return std::str::from_utf8(text)
+                            .map_err(|_| DecodeError::Unexpected { at: offset(start), expected: "UTF-8" });
+                    }
+                    b'\\' => {
+                        if rest.len() < len + 2 {
+                            return Err(DecodeError::Incomplete);
+                        }
+                        self.pos += len + 2;
+                    }
+                    _ => {
+                        self.pos += len;
+                        return Err(self.unexpected("string without control bytes"));
+                    }
+                },
+            }
+        }
+    }
+
+    /// `true` or `false`.
+    #[inline]
+    pub(crate) fn bool(&mut self) -> Result<bool, DecodeError> {
+        match self.peek() {
+            Some(b't') => self.literal(b"true").map(|()| true),
+            Some(b'f') => self.literal(b"false").map(|()| false),
+            _ => Err(self.unexpected("true or false")),
+        }
+    }
+
+    /// A signed integer that fits `i64` (error codes).
+    pub(crate) fn i64(&mut self) -> Result<i64, DecodeError> {
+        let negative = self.peek() == Some(b'-');
+        if negative {
+            self.pos += 1;
+        }
+        let at = self.pos;
+        let magnitude = self.u64()?;
+        let overflow = DecodeError::Number { at: offset(at), error: NumberError::Overflow };
+        if negative {
+            0i64.checked_sub_unsigned(magnitude).ok_or(overflow)
+        } else {
+            i64::try_from(magnitude).map_err(|_| overflow)
+        }
+    }
+
+    /// Skips one value and returns its text (for payloads handed to another decoder).
+    pub(crate) fn span(&mut self) -> Result<&'a [u8], DecodeError> {
+        self.ws();
+        let start = self.pos;
+        self.skip_value()?;
+        Ok(&self.buf[start..self.pos])
     }
 
     /// A key and its colon.

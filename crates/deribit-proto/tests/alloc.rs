@@ -40,3 +40,88 @@ fn book_codec_allocates_nothing_once_warm() {
     // The counter is live: this test could fail.
     assert_eq!(ALLOC.count_in(|| drop(std::hint::black_box(Vec::<u8>::with_capacity(8)))), 1);
 }
+
+/// The order path: encoding every hot request and reading every frame kind a session receives.
+#[test]
+fn order_path_allocates_nothing_once_warm() {
+    use ticktrade_core::{Price, Qty, Side};
+    use ticktrade_deribit_proto::frame::{Frame, scan_frame};
+    use ticktrade_deribit_proto::order::{
+        Label, OrderEncoder, OrderKind, OrderLabel, OrderRequest, OrderTag, TimeInForce,
+    };
+    use ticktrade_deribit_proto::{report, requests};
+
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/deribit/examples/");
+    let frames: Vec<String> = [
+        "private_buy.response.json",
+        "private_edit.response.json",
+        "private_cancel.response.json",
+        "private_cancel_all.response.json",
+        "private_get_order_state_by_label.response.json",
+        "private_get_user_trades_by_instrument.response.json",
+        "user.orders.instrument_name.raw.notification.docs_v2_1_1.json",
+        "user.orders.kind.currency.raw.notification.real_ccxt.json",
+        "user.trades.kind.currency.interval.notification.real_ccxt.json",
+        "user.changes.instrument_name.interval.notification.docs_v2_1_1.json",
+        "heartbeat.notification.test_request.real_probe.json",
+        "error.11050_bad_request.docs_v2_1_1.json",
+    ]
+    .iter()
+    .map(|f| std::fs::read_to_string(format!("{dir}{f}")).unwrap())
+    .collect();
+    let spec =
+        InstrumentSpec::simple("BTC-PERPETUAL", Decimal::parse("0.5").unwrap(), Decimal::parse("10").unwrap()).unwrap();
+    let encoder = OrderEncoder::new(&spec);
+    let label = Label::new(b"grid-7").unwrap();
+    let origin = OrderTag::Origin(OrderLabel { recv_utc_ns: 1_700_000_000_123_456_789, change_id: 42 });
+    let order = OrderRequest {
+        side: Side::Buy,
+        kind: OrderKind::Limit(Price::from_raw(128_501)),
+        qty: Qty::from_raw(3),
+        label: origin,
+        time_in_force: TimeInForce::ImmediateOrCancel,
+        post_only: true,
+        reject_post_only: true,
+        reduce_only: true,
+    };
+    let mut out: Vec<u8> = Vec::with_capacity(4096);
+    let pass = |out: &mut Vec<u8>| {
+        out.clear();
+        encoder.encode_order(out, 1, &order);
+        encoder.encode_order(out, 2, &OrderRequest { kind: OrderKind::Market, label: OrderTag::Text(label), ..order });
+        encoder.encode_edit_by_label(out, 3, origin, Qty::from_raw(2), Price::from_raw(128_400), true);
+        encoder.encode_edit(out, 4, "BTC-17", Qty::from_raw(2), Price::from_raw(128_400), false);
+        requests::cancel_by_label(out, 5, OrderTag::Text(label), None);
+        requests::cancel(out, 6, "BTC-17");
+        requests::cancel_all(out, 7);
+        requests::cancel_all_by_instrument(out, 8, "BTC-PERPETUAL");
+        requests::test(out, 9);
+        let mut n = out.len();
+        for frame in &frames {
+            match scan_frame(frame.as_bytes()).unwrap() {
+                Frame::Result { result, .. } => {
+                    let orders = report::for_each_order(result, |o, _| n += o.order_id.len());
+                    let with_trades = report::decode_order_result(result, |t, _| n += t.trade_id.len());
+                    let trades = report::decode_user_trades(result, |t, _| n += t.trade_id.len());
+                    let count = report::decode_count(result);
+                    assert!(orders.is_ok() || with_trades.is_ok() || trades.is_ok() || count.is_ok(), "{frame}");
+                }
+                Frame::Notification { data, .. } => {
+                    let _ = report::for_each_order(data, |o, _| n += o.order_id.len());
+                    let _ = report::for_each_trade(data, |t, _| n += t.trade_id.len());
+                    let m = std::cell::Cell::new(0);
+                    let _ = report::decode_user_changes(data, |_, _| m.set(m.get() + 1), |_, _| m.set(m.get() + 1));
+                    n += m.get();
+                }
+                Frame::Error { error, .. } => n += error.message.len(),
+                Frame::Heartbeat(_) => n += 1,
+            }
+        }
+        n
+    };
+    let warm = pass(&mut out);
+    let (again, count) = ALLOC.measure(|| pass(&mut out));
+    assert_eq!(again, warm);
+    assert!(warm > 1000);
+    assert_eq!(count.n_allocs, 0, "{count:?}");
+}

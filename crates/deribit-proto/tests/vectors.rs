@@ -6,10 +6,17 @@
 
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+use ticktrade_core::{Decimal, Side};
 use ticktrade_deribit_proto::book::{BookKind, DecimalLevel, decode_book, decode_book_data};
 use ticktrade_deribit_proto::channel::Channel;
 use ticktrade_deribit_proto::envelope::{Incoming, classify, decode_request};
+use ticktrade_deribit_proto::frame::{Frame, scan_frame};
 use ticktrade_deribit_proto::instrument::parse_instruments_response;
+use ticktrade_deribit_proto::order::TimeInForce;
+use ticktrade_deribit_proto::report::{
+    self, Liquidity, OrderReport, OrderState, OrderType, TradeReport, decode_order_general, decode_trade_general,
+};
 use ticktrade_deribit_proto::signature::{Secret, client_signature};
 
 fn examples_dir() -> PathBuf {
@@ -109,6 +116,8 @@ fn decode(name: &str, text: &str) -> Result<bool, String> {
         || file.starts_with("error.")
         || name.starts_with("nautilus_test_data/");
     if is_frame {
+        same_as_classify(text)?;
+        reports(file, text)?;
         match classify(text).map_err(|e| format!("envelope: {e}"))? {
             Incoming::Response(response) => {
                 if let Some(code) = file.strip_prefix("error.").and_then(|r| r.split('_').next()) {
@@ -143,6 +152,20 @@ fn decode(name: &str, text: &str) -> Result<bool, String> {
         }
         claimed = true;
     }
+    if file.contains(".data.") {
+        let data = text.trim().as_bytes();
+        let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let claimed_here = if file.starts_with("user.orders.") {
+            orders(data, &value)?
+        } else if file.starts_with("user.trades.") {
+            trades(data, &value)?
+        } else if file.starts_with("user.changes.") {
+            changes(data, &value)?
+        } else {
+            false
+        };
+        claimed |= claimed_here;
+    }
     if file.starts_with("book.") && file.contains(".data.") {
         let header = decode_book_data(text.as_bytes(), &mut levels).map_err(|e| format!("book data: {e}"))?;
         if header.kind != expected_book_kind(file) {
@@ -151,6 +174,241 @@ fn decode(name: &str, text: &str) -> Result<bool, String> {
         claimed = true;
     }
     Ok(claimed)
+}
+
+/// `scan_frame` gives what `classify` gives.
+fn same_as_classify(text: &str) -> Result<(), String> {
+    let frame = scan_frame(text.as_bytes()).map_err(|e| format!("scan_frame: {e}"))?;
+    let incoming = classify(text).map_err(|e| format!("envelope: {e}"))?;
+    let num_id = |id: Option<ticktrade_deribit_proto::Id<'_>>| match id {
+        None => Ok(None),
+        Some(ticktrade_deribit_proto::Id::Num(n)) => Ok(u64::try_from(n).ok()),
+        Some(other) => Err(format!("id {other:?}")),
+    };
+    let same = match (frame, incoming) {
+        (Frame::Result { id, result }, Incoming::Response(r)) => {
+            Some(id) == num_id(r.id).ok() && r.outcome.as_ref().ok().map(|v| v.get().as_bytes()) == Some(result)
+        }
+        (Frame::Error { id, error }, Incoming::Response(r)) => {
+            let e = r.outcome.as_ref().err().ok_or("error vs result")?;
+            let message_same = error.message.contains('\\') || error.message == e.message;
+            Some(id) == num_id(r.id).ok()
+                && error.code == e.code
+                && message_same
+                && error.data == e.data.map(|d| d.get().as_bytes())
+        }
+        (Frame::Notification { channel, label, data, .. }, Incoming::Notification(n)) => {
+            channel == n.channel && label == n.label && data == n.data.get().as_bytes()
+        }
+        (Frame::Heartbeat(a), Incoming::Heartbeat(b)) => a == b,
+        _ => false,
+    };
+    if same { Ok(()) } else { Err(format!("scan_frame gives {frame:?}")) }
+}
+
+/// Order and trade reports in responses and notifications, checked against serde's reading.
+fn reports(file: &str, text: &str) -> Result<(), String> {
+    let frame = scan_frame(text.as_bytes()).map_err(|e| e.to_string())?;
+    let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    match frame {
+        Frame::Notification { channel, data, .. } => {
+            let data_value = &value["params"]["data"];
+            if channel.starts_with("user.orders.") {
+                orders(data, data_value)?;
+            } else if channel.starts_with("user.trades.") {
+                trades(data, data_value)?;
+            } else if channel.starts_with("user.changes.") {
+                changes(data, data_value)?;
+            }
+        }
+        Frame::Result { result, .. } => {
+            let method = file.split('.').next().unwrap_or("");
+            let result_value = &value["result"];
+            match method {
+                "private_buy"
+                | "private_sell"
+                | "private_edit"
+                | "private_edit_by_label"
+                | "private_close_position" => {
+                    let mut n = 0;
+                    let mut failure = Ok(());
+                    let (order, _) = report::decode_order_result(result, |t, _| {
+                        failure = failure.clone().and(check_trade(&t, &result_value["trades"][n]));
+                        n += 1;
+                    })
+                    .map_err(|e| format!("order result: {e}"))?;
+                    failure?;
+                    check_order(&order, &result_value["order"])?;
+                    if Some(n) != result_value["trades"].as_array().map(Vec::len) {
+                        return Err(format!("{n} trades"));
+                    }
+                }
+                "private_cancel"
+                | "private_get_order_state"
+                | "private_get_order_state_by_label"
+                | "private_get_open_orders"
+                | "private_get_open_orders_by_instrument"
+                | "private_get_open_orders_by_currency"
+                | "private_get_open_orders_by_label" => {
+                    orders(result, result_value)?;
+                }
+                "private_cancel_by_label"
+                | "private_cancel_all"
+                | "private_cancel_all_by_instrument"
+                | "private_cancel_all_by_currency"
+                | "private_cancel_all_by_currency_pair"
+                | "private_cancel_all_by_kind_or_type" => {
+                    if let Some(n) = result_value.as_u64()
+                        && report::decode_count(result) != Ok(n)
+                    {
+                        return Err(format!("count {:?}", report::decode_count(result)));
+                    }
+                }
+                "private_get_user_trades_by_instrument"
+                | "private_get_user_trades_by_currency"
+                | "private_get_user_trades_by_instrument_and_time"
+                | "private_get_user_trades_by_currency_and_time" => {
+                    let mut n = 0;
+                    let mut failure = Ok(());
+                    let has_more = report::decode_user_trades(result, |t, _| {
+                        failure = failure.clone().and(check_trade(&t, &result_value["trades"][n]));
+                        n += 1;
+                    })
+                    .map_err(|e| format!("user trades: {e}"))?;
+                    failure?;
+                    if has_more != result_value["has_more"].as_bool().unwrap_or(false) {
+                        return Err("has_more".into());
+                    }
+                }
+                _ => {}
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// An order object or array: each decoded, the same on the general path, checked field by field.
+fn orders(json: &[u8], value: &Value) -> Result<bool, String> {
+    let list = match value {
+        Value::Array(items) => items.clone(),
+        other => vec![other.clone()],
+    };
+    let mut n = 0;
+    let mut failure = Ok(());
+    report::for_each_order(json, |o, _| {
+        failure = failure.clone().and(check_order(&o, list.get(n).unwrap_or(&Value::Null)));
+        n += 1;
+    })
+    .map_err(|e| format!("orders: {e}"))?;
+    failure?;
+    if n != list.len() {
+        return Err(format!("{n} of {} orders", list.len()));
+    }
+    Ok(true)
+}
+
+fn trades(json: &[u8], value: &Value) -> Result<bool, String> {
+    let list = match value {
+        Value::Array(items) => items.clone(),
+        other => vec![other.clone()],
+    };
+    let mut n = 0;
+    let mut failure = Ok(());
+    report::for_each_trade(json, |t, _| {
+        failure = failure.clone().and(check_trade(&t, list.get(n).unwrap_or(&Value::Null)));
+        n += 1;
+    })
+    .map_err(|e| format!("trades: {e}"))?;
+    failure?;
+    if n != list.len() {
+        return Err(format!("{n} of {} trades", list.len()));
+    }
+    Ok(true)
+}
+
+fn changes(json: &[u8], value: &Value) -> Result<bool, String> {
+    let (mut orders, mut trades) = (Vec::new(), Vec::new());
+    let name = report::decode_user_changes(json, |o, _| orders.push(o), |t, _| trades.push(t))
+        .map_err(|e| format!("user.changes: {e}"))?;
+    if Some(name) != value["instrument_name"].as_str() {
+        return Err("instrument_name".into());
+    }
+    for (i, o) in orders.iter().enumerate() {
+        check_order(o, &value["orders"][i])?;
+    }
+    for (i, t) in trades.iter().enumerate() {
+        check_trade(t, &value["trades"][i])?;
+    }
+    let len = |k: &str| value[k].as_array().map_or(0, Vec::len);
+    if orders.len() != len("orders") || trades.len() != len("trades") {
+        return Err("user.changes counts".into());
+    }
+    Ok(true)
+}
+
+fn number(value: &Value) -> Option<Decimal> {
+    value.as_number().map(|n| Decimal::parse(&n.to_string()).expect("a decimal"))
+}
+
+fn text_or<'v>(value: &'v Value, default: &'v str) -> &'v str {
+    value.as_str().unwrap_or(default)
+}
+
+fn check_order(o: &OrderReport<'_>, v: &Value) -> Result<(), String> {
+    let object_text = serde_json::to_string(v).unwrap();
+    if decode_order_general(object_text.as_bytes()) != Ok(*o) {
+        return Err(format!("general path differs on {object_text}"));
+    }
+    let checks = [
+        ("order_id", o.order_id == text_or(&v["order_id"], "?")),
+        ("label", o.label == text_or(&v["label"], "")),
+        ("instrument_name", o.instrument_name == text_or(&v["instrument_name"], "?")),
+        ("order_state", Some(o.order_state) == OrderState::parse(text_or(&v["order_state"], "").as_bytes())),
+        ("direction", o.direction == if v["direction"] == "buy" { Side::Buy } else { Side::Sell }),
+        ("price", o.price == number(&v["price"])),
+        ("amount", Some(o.amount) == number(&v["amount"])),
+        ("filled_amount", o.filled_amount == number(&v["filled_amount"]).unwrap_or(Decimal::ZERO)),
+        ("average_price", o.average_price == number(&v["average_price"]).unwrap_or(Decimal::ZERO)),
+        ("order_type", Some(o.order_type) == OrderType::parse(text_or(&v["order_type"], "").as_bytes())),
+        ("time_in_force", Some(o.time_in_force) == TimeInForce::parse(text_or(&v["time_in_force"], "").as_bytes())),
+        ("post_only", o.post_only == v["post_only"].as_bool().unwrap_or(false)),
+        ("reduce_only", o.reduce_only == v["reduce_only"].as_bool().unwrap_or(false)),
+        ("creation_timestamp", Some(o.creation_timestamp) == v["creation_timestamp"].as_u64()),
+        ("last_update_timestamp", Some(o.last_update_timestamp) == v["last_update_timestamp"].as_u64()),
+        ("cancel_reason", o.cancel_reason == v["cancel_reason"].as_str()),
+        ("reject_post_only", o.reject_post_only == v["reject_post_only"].as_bool()),
+    ];
+    match checks.iter().find(|(_, ok)| !ok) {
+        Some((field, _)) => Err(format!("order {field}: {o:?} vs {v}")),
+        None => Ok(()),
+    }
+}
+
+fn check_trade(t: &TradeReport<'_>, v: &Value) -> Result<(), String> {
+    let object_text = serde_json::to_string(v).unwrap();
+    if decode_trade_general(object_text.as_bytes()) != Ok(*t) {
+        return Err(format!("general path differs on {object_text}"));
+    }
+    let checks = [
+        ("trade_id", t.trade_id == text_or(&v["trade_id"], "?")),
+        ("order_id", t.order_id == text_or(&v["order_id"], "?")),
+        ("label", t.label == text_or(&v["label"], "")),
+        ("instrument_name", t.instrument_name == text_or(&v["instrument_name"], "?")),
+        ("direction", t.direction == if v["direction"] == "buy" { Side::Buy } else { Side::Sell }),
+        ("price", Some(t.price) == number(&v["price"])),
+        ("amount", Some(t.amount) == number(&v["amount"])),
+        ("fee", Some(t.fee) == number(&v["fee"])),
+        ("fee_currency", t.fee_currency == text_or(&v["fee_currency"], "?")),
+        ("liquidity", t.liquidity == if v["liquidity"] == "M" { Liquidity::Maker } else { Liquidity::Taker }),
+        ("timestamp", Some(t.timestamp) == v["timestamp"].as_u64()),
+        ("trade_seq", Some(t.trade_seq) == v["trade_seq"].as_u64()),
+        ("state", Some(t.state) == OrderState::parse(text_or(&v["state"], "").as_bytes())),
+    ];
+    match checks.iter().find(|(_, ok)| !ok) {
+        Some((field, _)) => Err(format!("trade {field}: {t:?} vs {v}")),
+        None => Ok(()),
+    }
 }
 
 #[test]
