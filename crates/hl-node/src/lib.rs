@@ -11,6 +11,7 @@
 //! - `coins`: the coin table and per-coin integer units.
 //! - `books`: L4 books for every coin and the per-block apply rules (pure).
 //! - `l2`: aggregation at the seven precisions (pure).
+//! - `ctx`: a book's part of an asset context: mid and impact prices (pure).
 //! - `join`: the by-height join of the three streams (pure).
 //! - `follow`: hourly-file followers (I/O).
 //! - `synth`: the deterministic synthetic node (model pure, writer I/O).
@@ -21,6 +22,7 @@
 
 pub mod books;
 pub mod coins;
+pub mod ctx;
 pub mod follow;
 pub mod info_client;
 pub mod join;

@@ -60,7 +60,9 @@ pub async fn served(dir: &Path, n_coins: usize, orders_per_block: usize) -> (Gen
     let engine = engine(dir, &generator);
     let (meta, spot_meta) = generator.meta_json();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = start(listener, engine, dir, MetaDocs { meta, spot_meta }, ServeConfig::default()).unwrap();
+    let server =
+        start(listener, engine, dir, MetaDocs { meta, spot_meta, ..MetaDocs::default() }, ServeConfig::default())
+            .unwrap();
     (generator, writer, server)
 }
 

@@ -40,7 +40,7 @@ async fn engine_threads_run_at_the_asked_realtime_priority_or_start_says_why_not
     let mut generator = generator(20, 200);
     let mut writer = GenWriter::new(tmp.path());
     writer.write_bootstrap(&generator).unwrap();
-    let docs = || MetaDocs { meta: "{}".into(), spot_meta: "{}".into() };
+    let docs = || MetaDocs { meta: "{}".into(), spot_meta: "{}".into(), ..MetaDocs::default() };
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = ServeConfig { rt_priority: Some(0), ..ServeConfig::default() };

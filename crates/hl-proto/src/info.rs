@@ -18,6 +18,15 @@ pub enum InfoRequest {
     SpotMeta,
     /// HIP-3 perp dexes: `[null, {"name":…}, …]` (the first entry is the default dex).
     PerpDexs,
+    /// `[meta, [perp context, …]]` (`crate::asset_ctx`).
+    MetaAndAssetCtxs {
+        #[serde(default)]
+        dex: Option<String>,
+    },
+    /// `[spotMeta, [spot context, …]]`.
+    SpotMetaAndAssetCtxs,
+    /// `{"time": ms, "specialStatuses": null}`.
+    ExchangeStatus,
     AllMids {
         #[serde(default)]
         dex: Option<String>,
@@ -140,6 +149,11 @@ pub struct CoinMeta {
     pub sz_decimals: u32,
 }
 
+/// The L1 name of a spot pair: `PURR/USDC` for pair 0, `@N` for pair N.
+pub fn spot_pair_coin(pair: &SpotPair) -> String {
+    if pair.index == 0 { pair.name.clone() } else { format!("@{}", pair.index) }
+}
+
 /// Every coin of `meta` and `spotMeta`, with L1 names.
 pub fn coins_from_meta(meta: &Meta, spot: Option<&SpotMeta>) -> Vec<CoinMeta> {
     let mut coins: Vec<CoinMeta> = meta
@@ -150,8 +164,7 @@ pub fn coins_from_meta(meta: &Meta, spot: Option<&SpotMeta>) -> Vec<CoinMeta> {
     if let Some(spot) = spot {
         for pair in &spot.universe {
             let Some(base) = spot.tokens.iter().find(|t| t.index == pair.tokens[0]) else { continue };
-            let name = if pair.index == 0 { pair.name.clone() } else { format!("@{}", pair.index) };
-            coins.push(CoinMeta { name, kind: CoinKind::Spot, sz_decimals: base.sz_decimals });
+            coins.push(CoinMeta { name: spot_pair_coin(pair), kind: CoinKind::Spot, sz_decimals: base.sz_decimals });
         }
     }
     coins
@@ -174,6 +187,18 @@ mod tests {
         let l2: InfoRequest =
             serde_json::from_str(r#"{"type":"l2Book","coin":"ETH","nSigFigs":5,"mantissa":null}"#).unwrap();
         assert!(matches!(l2, InfoRequest::L2Book { n_sig_figs: Some(5), mantissa: None, .. }));
+        assert!(matches!(
+            serde_json::from_str::<InfoRequest>(r#"{"type":"metaAndAssetCtxs"}"#).unwrap(),
+            InfoRequest::MetaAndAssetCtxs { dex: None }
+        ));
+        assert!(matches!(
+            serde_json::from_str::<InfoRequest>(r#"{"type":"spotMetaAndAssetCtxs"}"#).unwrap(),
+            InfoRequest::SpotMetaAndAssetCtxs
+        ));
+        assert!(matches!(
+            serde_json::from_str::<InfoRequest>(r#"{"type":"exchangeStatus"}"#).unwrap(),
+            InfoRequest::ExchangeStatus
+        ));
         let err = serde_json::from_str::<InfoRequest>(r#"{"type":"clearinghouseState","user":"0x0"}"#).unwrap_err();
         assert!(
             deserialize_error(&err)

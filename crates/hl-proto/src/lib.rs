@@ -13,7 +13,10 @@
 //! - `snapshot`: the `fileSnapshot`/`l4Snapshots` file.
 //! - `ws`: client requests, subscriptions and their validation, server envelopes and errors.
 //! - `info`: `POST /info` requests and the `meta`/`spotMeta` documents.
+//! - `asset_ctx`: the asset contexts of `metaAndAssetCtxs`/`spotMetaAndAssetCtxs`, and
+//!   `exchangeStatus`.
 
+pub mod asset_ctx;
 pub mod info;
 pub mod node;
 pub mod snapshot;

@@ -165,3 +165,131 @@ fn stats_measures_a_live_server_and_the_file_floor() {
     assert!(lines[0]["count"].as_u64().unwrap() >= 20, "{}", lines[0]);
     assert!(lines[2]["count"].as_u64().unwrap() >= 30, "{}", lines[2]);
 }
+
+/// `POST /info` with `body` over a plain HTTP/1.1 connection; the response's JSON body.
+fn post_info(addr: &str, body: &Value) -> Value {
+    use std::io::{Read, Write};
+    let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+    let body = body.to_string();
+    write!(
+        tcp,
+        "POST /info HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    tcp.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+#[tokio::test]
+async fn demo_generates_and_serves_in_one_process() {
+    let mut child = Command::new(BIN)
+        .args(["hl", "--demo", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let pid = child.id();
+    let server = Server(child);
+    let mut lines = Vec::new();
+    while !lines.last().is_some_and(|l: &String| l.contains("Ctrl-C")) {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "output ended: {lines:?}");
+        lines.push(line);
+    }
+    let url = lines[0].split_whitespace().find(|w| w.starts_with("ws://")).unwrap().to_owned();
+    let addr = url.trim_start_matches("ws://").trim_end_matches("/ws").to_owned();
+    assert!(lines[0].contains("snapshot at block 1000000, 24 coins"), "{}", lines[0]);
+    let dir = lines[1].split(" in ").last().unwrap().trim().to_owned();
+    assert!(std::path::Path::new(&dir).join("snapshot.json").exists(), "{dir}");
+    // The hints name this server's own address.
+    assert!(lines.iter().any(|l| l.contains(&format!("http://{addr}/info"))), "{lines:?}");
+
+    // The generator runs on: l4Book updates arrive block after block.
+    let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    ws.send(Message::Text(
+        json!({"method": "subscribe", "subscription": {"type": "l4Book", "coin": "BTC"}}).to_string().into(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(next_json(&mut ws).await["channel"], "subscriptionResponse");
+    let start = next_json(&mut ws).await["data"]["Snapshot"]["height"].as_u64().unwrap();
+    let mut heights = Vec::new();
+    while heights.len() < 3 {
+        let msg = next_json(&mut ws).await;
+        if msg["channel"] == "l4Book" {
+            heights.push(msg["data"]["Updates"]["height"].as_u64().unwrap());
+        }
+    }
+    assert!(heights[0] > start && heights.windows(2).all(|w| w[0] < w[1]), "{start} {heights:?}");
+    let mids = post_info(&addr, &json!({"type": "allMids"}));
+    assert!(mids["BTC"].as_str().is_some(), "{mids}");
+    check_asset_ctxs(&addr);
+
+    // Ctrl-C stops the generator and removes its directory.
+    let status = Command::new("kill").args(["-INT", &pid.to_string()]).status().unwrap();
+    assert!(status.success());
+    let mut server = server;
+    assert!(server.0.wait().unwrap().success());
+    assert!(!std::path::Path::new(&dir).exists(), "{dir} left behind");
+}
+
+#[test]
+fn missing_snapshot_suggests_the_demo() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN).args(["hl", "--listen", "127.0.0.1:0", "--data-dir"]).arg(tmp.path()).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no snapshot") && stderr.contains("ticktrade hl --demo"), "{stderr}");
+}
+
+/// `metaAndAssetCtxs`, `spotMetaAndAssetCtxs` and `exchangeStatus` have Hyperliquid's documented
+/// shapes; mids and impact prices come from the books, the rest from the `hl gen` metadata.
+fn check_asset_ctxs(addr: &str) {
+    let perp_keys = [
+        "dayBaseVlm",
+        "dayNtlVlm",
+        "funding",
+        "impactPxs",
+        "markPx",
+        "midPx",
+        "openInterest",
+        "oraclePx",
+        "premium",
+        "prevDayPx",
+    ];
+    let doc = post_info(addr, &json!({"type": "metaAndAssetCtxs"}));
+    let universe = doc[0]["universe"].as_array().unwrap();
+    let ctxs = doc[1].as_array().unwrap();
+    assert_eq!(universe.len(), ctxs.len());
+    assert_eq!(universe[0]["name"], "BTC");
+    for ctx in ctxs {
+        let mut keys: Vec<&str> = ctx.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, perp_keys, "{ctx}");
+        assert!(ctx["funding"].as_str().unwrap().parse::<f64>().is_ok(), "{ctx}");
+    }
+    let btc = &ctxs[0];
+    let (mid, [bid, ask]) = (
+        btc["midPx"].as_str().unwrap().parse::<f64>().unwrap(),
+        [0, 1].map(|i| btc["impactPxs"][i].as_str().unwrap().parse::<f64>().unwrap()),
+    );
+    assert!(bid < mid && mid < ask, "{btc}");
+    let spot = post_info(addr, &json!({"type": "spotMetaAndAssetCtxs"}));
+    let pairs = spot[0]["universe"].as_array().unwrap();
+    let ctxs = spot[1].as_array().unwrap();
+    assert_eq!(pairs.len(), ctxs.len());
+    assert_eq!(ctxs[0]["coin"], "PURR/USDC");
+    for ctx in ctxs {
+        for key in ["prevDayPx", "dayNtlVlm", "markPx", "midPx", "circulatingSupply", "totalSupply", "dayBaseVlm"] {
+            assert!(ctx[key].is_string(), "{key} in {ctx}");
+        }
+    }
+    let status = post_info(addr, &json!({"type": "exchangeStatus"}));
+    assert!(status["time"].as_u64().unwrap() > 1_600_000_000_000, "{status}");
+    assert!(status["specialStatuses"].is_null(), "{status}");
+}

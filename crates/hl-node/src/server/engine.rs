@@ -50,6 +50,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 
 use ticktrade_core::{Side, Utc};
+use ticktrade_hl_proto::asset_ctx::BookCtx;
 use ticktrade_hl_proto::info::InfoRequest;
 use ticktrade_hl_proto::node::{
     Batch, BookDiff, NodeFill, OrderStatus, RestingStatus, TypedBatch, fast, scan_block_number, scan_coins,
@@ -125,6 +126,12 @@ pub enum EngineMsg {
     Info {
         request: InfoRequest,
         reply: oneshot::Sender<String>,
+    },
+    /// The books' part of the asset contexts of `coins` (name, and whether impact prices are
+    /// wanted), in order; a coin not kept gets an empty context.
+    BookCtxs {
+        coins: Vec<(String, bool)>,
+        reply: oneshot::Sender<Vec<BookCtx>>,
     },
     Stop,
 }
@@ -365,6 +372,9 @@ impl Engine {
             EngineMsg::Disconnect { id } => self.drop_client(id),
             EngineMsg::Info { request, reply } => {
                 let _ = reply.send(self.info(request));
+            }
+            EngineMsg::BookCtxs { coins, reply } => {
+                let _ = reply.send(self.book_ctxs(&coins));
             }
             EngineMsg::Files | EngineMsg::Stop => {}
         }

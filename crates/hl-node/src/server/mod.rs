@@ -31,17 +31,25 @@ use yawc::close::CloseCode;
 use yawc::frame::{Frame, OpCode};
 use yawc::{CompressionLevel, HttpWebSocket, IncomingUpgrade, Options};
 
-use ticktrade_hl_proto::info::{InfoRequest, Meta, deserialize_error, meta_for_dex, perp_dexs_json};
+use ticktrade_hl_proto::asset_ctx::{BaseCtxs, exchange_status_json, perp_ctx, spot_ctx, with_ctxs};
+use ticktrade_hl_proto::info::{InfoRequest, Meta, SpotMeta, deserialize_error, meta_for_dex, perp_dexs_json};
 use ticktrade_hl_proto::ws::{ClientMessage, errors};
 
 use engine::{Engine, EngineMsg};
 use publish::Outbound;
+use ticktrade_hl_proto::asset_ctx::BookCtx;
+use ticktrade_hl_proto::info::spot_pair_coin;
 
-/// The `meta` and `spotMeta` documents served verbatim by `/info`.
-#[derive(Clone, Debug)]
+/// The `meta` and `spotMeta` documents served verbatim by `/info`, and the base asset
+/// contexts (`ticktrade_hl_proto::asset_ctx`): the fields of `metaAndAssetCtxs` /
+/// `spotMetaAndAssetCtxs` the books do not determine (funding, open interest, oracle and mark
+/// price, volumes, supplies), as the node's info server or `hl gen` gave them at start.
+#[derive(Clone, Debug, Default)]
 pub struct MetaDocs {
     pub meta: String,
     pub spot_meta: String,
+    pub perp_ctxs: BaseCtxs,
+    pub spot_ctxs: BaseCtxs,
 }
 
 /// Server options.
@@ -170,6 +178,18 @@ async fn info(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
             Ok(meta) => json(perp_dexs_json(&meta)),
             Err(_) => json("[null]".to_owned()),
         },
+        InfoRequest::ExchangeStatus => {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            json(exchange_status_json(now.as_millis() as u64))
+        }
+        InfoRequest::MetaAndAssetCtxs { dex } => match meta_and_ctxs(&state, dex.as_deref()).await {
+            Ok(text) => json(text),
+            Err(response) => response,
+        },
+        InfoRequest::SpotMetaAndAssetCtxs => match spot_meta_and_ctxs(&state).await {
+            Ok(text) => json(text),
+            Err(response) => response,
+        },
         other => {
             let (reply, wait) = oneshot::channel();
             if state.engine.send(EngineMsg::Info { request: other, reply }).is_err() {
@@ -181,6 +201,38 @@ async fn info(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
             }
         }
     }
+}
+
+fn doc_error(what: &str, err: impl std::fmt::Display) -> Response {
+    (StatusCode::INTERNAL_SERVER_ERROR, format!("{what} document: {err}")).into_response()
+}
+
+/// The books' part of the contexts of `coins`, from the engine thread.
+async fn book_ctxs(state: &AppState, coins: Vec<(String, bool)>) -> Result<Vec<BookCtx>, Response> {
+    let (reply, wait) = oneshot::channel();
+    let stopped = || (StatusCode::SERVICE_UNAVAILABLE, "engine stopped").into_response();
+    state.engine.send(EngineMsg::BookCtxs { coins, reply }).map_err(|_| stopped())?;
+    wait.await.map_err(|_| stopped())
+}
+
+/// `[meta, [ctx, …]]` for the perps of `dex` (see `MetaDocs` for where each field comes from).
+async fn meta_and_ctxs(state: &AppState, dex: Option<&str>) -> Result<String, Response> {
+    let meta_text = meta_for_dex(&state.docs.meta, dex).map_err(|e| doc_error("meta", e))?;
+    let meta: Meta = serde_json::from_str(&meta_text).map_err(|e| doc_error("meta", e))?;
+    let names: Vec<(String, bool)> = meta.universe.iter().map(|a| (a.name.clone(), true)).collect();
+    let books = book_ctxs(state, names).await?;
+    let ctxs = meta.universe.iter().zip(&books).map(|(a, b)| perp_ctx(state.docs.perp_ctxs.get(&a.name), b)).collect();
+    with_ctxs(&meta_text, ctxs).map_err(|e| doc_error("meta", e))
+}
+
+/// `[spotMeta, [ctx, …]]`, one context per pair, named as the L1 names it (`@N`, `PURR/USDC`).
+async fn spot_meta_and_ctxs(state: &AppState) -> Result<String, Response> {
+    let spot: SpotMeta = serde_json::from_str(&state.docs.spot_meta).map_err(|e| doc_error("spotMeta", e))?;
+    let names: Vec<(String, bool)> = spot.universe.iter().map(|p| (spot_pair_coin(p), false)).collect();
+    let books = book_ctxs(state, names.clone()).await?;
+    let ctxs =
+        names.iter().zip(&books).map(|((coin, _), b)| spot_ctx(coin, state.docs.spot_ctxs.get(coin), b)).collect();
+    with_ctxs(&state.docs.spot_meta, ctxs).map_err(|e| doc_error("spotMeta", e))
 }
 
 /// Options of every `/ws` connection: deflate (fast level, as the official server) only when

@@ -235,3 +235,32 @@ pub fn meta(coins: &[GenCoin]) -> (String, String) {
     let spot = serde_json::json!({"universe": universe, "tokens": tokens});
     (meta.to_string(), spot.to_string())
 }
+
+/// `(metaAndAssetCtxs, spotMetaAndAssetCtxs)` at the start: every price the coin's mid, funding
+/// at Hyperliquid's baseline hourly rate, no volume yet. The server takes from these only what
+/// its books do not determine.
+pub fn asset_ctxs(coins: &[GenCoin]) -> (String, String) {
+    let (meta, spot) = meta(coins);
+    let mut scratch = Vec::new();
+    let mut perps = Vec::new();
+    let mut spots = Vec::new();
+    for c in coins {
+        let mid = num(c.mid, c.px_scale, &mut scratch).to_owned();
+        match c.kind {
+            CoinKind::Perp => perps.push(serde_json::json!({
+                "funding": "0.0000125", "openInterest": num(c.weight as i64 * 1000, 0, &mut scratch),
+                "prevDayPx": mid, "dayNtlVlm": "0.0", "premium": "0.0", "oraclePx": mid, "markPx": mid,
+                "midPx": mid, "impactPxs": null, "dayBaseVlm": "0.0"
+            })),
+            CoinKind::Spot => spots.push(serde_json::json!({
+                "prevDayPx": mid, "dayNtlVlm": "0.0", "markPx": mid, "midPx": mid,
+                "circulatingSupply": "1000000000.0", "coin": c.name, "totalSupply": "1000000000.0", "dayBaseVlm": "0.0"
+            })),
+        }
+    }
+    let wrap = |doc: String, ctxs: Vec<serde_json::Value>| {
+        let doc: serde_json::Value = serde_json::from_str(&doc).unwrap_or(serde_json::Value::Null);
+        serde_json::Value::Array(vec![doc, serde_json::Value::Array(ctxs)]).to_string()
+    };
+    (wrap(meta, perps), wrap(spot, spots))
+}

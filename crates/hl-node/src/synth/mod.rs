@@ -123,6 +123,11 @@ impl Generator {
         json::meta(&self.coins)
     }
 
+    /// `metaAndAssetCtxs` and `spotMetaAndAssetCtxs` documents at the start (`json::asset_ctxs`).
+    pub fn asset_ctxs_json(&self) -> (String, String) {
+        json::asset_ctxs(&self.coins)
+    }
+
     /// Generates the next block, stamped `time`.
     pub fn next_block(&mut self, time: Utc) -> GenBlock {
         self.height += 1;

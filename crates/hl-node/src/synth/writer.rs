@@ -19,6 +19,9 @@ use crate::join::Stream;
 pub const SNAPSHOT_FILE: &str = "snapshot.json";
 pub const META_FILE: &str = "meta.json";
 pub const SPOT_META_FILE: &str = "spotMeta.json";
+/// The asset contexts the server takes funding, open interest, oracle and mark price from.
+pub const PERP_CTXS_FILE: &str = "metaAndAssetCtxs.json";
+pub const SPOT_CTXS_FILE: &str = "spotMetaAndAssetCtxs.json";
 
 /// The writer.
 pub struct GenWriter {
@@ -32,12 +35,16 @@ impl GenWriter {
         GenWriter { dir: dir.to_owned(), files: [None, None, None], line: Vec::with_capacity(1 << 16) }
     }
 
-    /// Writes `snapshot.json`, `meta.json` and `spotMeta.json` for the generator's state.
+    /// Writes `snapshot.json`, `meta.json`, `spotMeta.json` and the two asset-context
+    /// documents for the generator's state.
     pub fn write_bootstrap(&self, generator: &Generator) -> io::Result<()> {
         std::fs::create_dir_all(&self.dir)?;
         let (meta, spot) = generator.meta_json();
         std::fs::write(self.dir.join(META_FILE), meta)?;
         std::fs::write(self.dir.join(SPOT_META_FILE), spot)?;
+        let (perp_ctxs, spot_ctxs) = generator.asset_ctxs_json();
+        std::fs::write(self.dir.join(PERP_CTXS_FILE), perp_ctxs)?;
+        std::fs::write(self.dir.join(SPOT_CTXS_FILE), spot_ctxs)?;
         // Write then rename, so a reader never sees half a snapshot.
         let tmp = self.dir.join(format!("{SNAPSHOT_FILE}.tmp"));
         std::fs::write(&tmp, generator.snapshot_json())?;

@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
@@ -77,10 +78,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("wrote {n_blocks} blocks, last {}", generator.height());
         return Ok(ExitCode::SUCCESS);
     }
-    let period = Duration::from_millis(args.block_ms.max(1));
+    realtime(&mut generator, &mut writer, args.block_ms, args.blocks, &AtomicBool::new(false))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes one block every `block_ms`, stamped with the wall clock, until `blocks` were written
+/// or `stop` is set (`ticktrade hl --demo` runs it on a thread beside the server).
+pub fn realtime(
+    generator: &mut Generator,
+    writer: &mut GenWriter,
+    block_ms: u64,
+    blocks: Option<u64>,
+    stop: &AtomicBool,
+) -> anyhow::Result<()> {
+    let period = Duration::from_millis(block_ms.max(1));
     let mut next = Instant::now();
     let mut written = 0u64;
-    while args.blocks.is_none_or(|n| written < n) {
+    while blocks.is_none_or(|n| written < n) && !stop.load(Ordering::Relaxed) {
         let block = generator.next_block(now());
         writer.write_block(&block, ORDERS[(block.height % 3) as usize])?;
         written += 1;
@@ -88,5 +102,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let wait = next.saturating_duration_since(Instant::now());
         std::thread::sleep(wait);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -3,10 +3,16 @@
 //! The snapshot comes from `--snapshot FILE`, or from the node's info server (`--info-url`,
 //! asked exactly once, at start), or from `<data-dir>/snapshot.json` as `ticktrade hl gen`
 //! writes it. It is never re-requested on a timer: each request stalls hl-node for seconds.
+//!
+//! `--demo` needs no node: the generator of `ticktrade hl gen` writes its bootstrap and then
+//! one block every 100 ms into a fresh directory under the system's temporary directory, on a
+//! thread of this process, and the server follows that directory like any other.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -17,7 +23,11 @@ use ticktrade_hl_node::info_client::post_json;
 use ticktrade_hl_node::join::Stream;
 use ticktrade_hl_node::server::engine::{Engine, EngineConfig};
 use ticktrade_hl_node::server::{MetaDocs, ServeConfig, start};
-use ticktrade_hl_node::synth::writer::{META_FILE, SNAPSHOT_FILE, SPOT_META_FILE};
+use ticktrade_hl_node::synth::writer::{
+    GenWriter, META_FILE, PERP_CTXS_FILE, SNAPSHOT_FILE, SPOT_CTXS_FILE, SPOT_META_FILE,
+};
+use ticktrade_hl_node::synth::{GenConfig, Generator};
+use ticktrade_hl_proto::asset_ctx::{BaseCtxs, CtxDocError};
 use ticktrade_hl_proto::info::{CoinMeta, Meta, SpotMeta, coins_from_meta};
 use ticktrade_hl_proto::snapshot::{Snapshot, file_snapshot_request};
 
@@ -31,7 +41,8 @@ pub struct Args {
     #[arg(long, conflicts_with = "info_url")]
     pub snapshot: Option<PathBuf>,
     /// The node's info server (e.g. http://localhost:3001/info): asked once at start for a
-    /// snapshot and, unless --meta is given, for meta/spotMeta.
+    /// snapshot, for meta/spotMeta unless --meta is given, and for metaAndAssetCtxs /
+    /// spotMetaAndAssetCtxs (the asset contexts' funding, open interest, oracle and mark price).
     #[arg(long)]
     pub info_url: Option<String>,
     /// Where the node writes the snapshot it is asked for (a path on the node's machine).
@@ -71,6 +82,56 @@ pub struct Args {
     /// frames reach clients later: measured e2e p50 +0.5 ms, p99 lower.
     #[arg(long, value_name = "1-99", value_parser = clap::value_parser!(u8).range(1..=99))]
     pub rt_priority: Option<u8>,
+    /// Try it without a node: generate a synthetic market (the `hl gen` generator, 24 coins,
+    /// a block every 100 ms) into a fresh temporary directory in this process and serve it.
+    #[arg(long, conflicts_with_all = ["data_dir", "snapshot", "info_url", "meta", "spot_meta"])]
+    pub demo: bool,
+}
+
+/// The demo market: small enough to follow by eye, busy enough to move every block.
+const DEMO_COINS: usize = 24;
+const DEMO_ORDERS_PER_BLOCK: usize = 120;
+const DEMO_BLOCK_MS: u64 = 100;
+
+/// The generator thread of `--demo` and the directory it writes (removed on drop).
+struct Demo {
+    dir: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<anyhow::Result<()>>>,
+}
+
+impl Demo {
+    /// Writes the bootstrap (snapshot and metadata) and starts the real-time generator.
+    fn start() -> anyhow::Result<Demo> {
+        let dir = std::env::temp_dir().join(format!("ticktrade-hl-demo-{}", std::process::id()));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
+        }
+        let config = GenConfig { n_coins: DEMO_COINS, orders_per_block: DEMO_ORDERS_PER_BLOCK, ..GenConfig::default() };
+        let mut generator = Generator::new(&config);
+        let mut writer = GenWriter::new(&dir);
+        writer.write_bootstrap(&generator).with_context(|| format!("writing {}", dir.display()))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("hl-demo-gen".into())
+            .spawn(move || super::r#gen::realtime(&mut generator, &mut writer, DEMO_BLOCK_MS, None, &flag))?;
+        Ok(Demo { dir, stop, thread: Some(thread) })
+    }
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            match thread.join() {
+                Ok(Err(err)) => eprintln!("demo generator stopped: {err:#}"),
+                Err(_) => eprintln!("demo generator panicked"),
+                Ok(Ok(())) => {}
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// `$HOME/hl/data`, hl-node's own default.
@@ -131,26 +192,62 @@ pub fn load_start(args: &Args) -> anyhow::Result<Start> {
         (None, None) => {
             let beside = data_dir.join(SNAPSHOT_FILE);
             if !beside.exists() {
-                bail!("no snapshot: pass --snapshot FILE or --info-url URL (or put {} in the data dir)", SNAPSHOT_FILE);
+                bail!(
+                    "no snapshot in {}: pass --snapshot FILE or --info-url URL (or put {} in the data dir); \
+                     to try ticktrade hl without a node, run `ticktrade hl --demo`",
+                    data_dir.display(),
+                    SNAPSHOT_FILE
+                );
             }
             read(&beside)?
         }
     };
+    // The contexts' base fields: a missing or refused document leaves them null (the books'
+    // fields are served either way), so a node whose info server lacks these types still serves.
+    let ctxs = |file: &str, kind: &str, parse: fn(&str) -> Result<BaseCtxs, CtxDocError>| -> BaseCtxs {
+        let text = if args.info_url.is_some() {
+            ask(format!(r#"{{"type":"{kind}"}}"#))
+                .map_err(|e| e.to_string())
+                .and_then(|b| String::from_utf8(b).map_err(|e| e.to_string()))
+        } else {
+            let beside = data_dir.join(file);
+            if !beside.exists() {
+                return BaseCtxs::default();
+            }
+            read(&beside).map_err(|e| format!("{e:#}")).and_then(|b| String::from_utf8(b).map_err(|e| e.to_string()))
+        };
+        match text.and_then(|t| parse(&t).map_err(|e| e.to_string())) {
+            Ok(ctxs) => ctxs,
+            Err(err) => {
+                eprintln!("{kind}: {err}; funding, open interest, oracle and mark price are served as null");
+                BaseCtxs::default()
+            }
+        }
+    };
+    let perp_ctxs = ctxs(PERP_CTXS_FILE, "metaAndAssetCtxs", BaseCtxs::from_perp_doc);
+    let spot_ctxs = ctxs(SPOT_CTXS_FILE, "spotMetaAndAssetCtxs", BaseCtxs::from_spot_doc);
     let snapshot = Snapshot::parse(&snapshot_bytes).context("snapshot file")?;
     let mut books = Books::new(&coins);
     books.load_snapshot(&snapshot, Utc::from_nanos(0)).context("loading the snapshot")?;
     let docs = MetaDocs {
         meta: meta_text.unwrap_or_else(|| r#"{"universe":[]}"#.to_owned()),
         spot_meta: spot_text.unwrap_or_else(|| r#"{"universe":[],"tokens":[]}"#.to_owned()),
+        perp_ctxs,
+        spot_ctxs,
     };
     Ok(Start { data_dir, docs, books })
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .try_init();
+    let demo = if args.demo { Some(Demo::start()?) } else { None };
+    let demo_dir = demo.as_ref().map(|d| d.dir.clone());
+    if demo_dir.is_some() {
+        args.data_dir.clone_from(&demo_dir);
+    }
     let start_state = load_start(&args)?;
     let height = start_state.books.height();
     let n_coins = start_state.books.coins.len();
@@ -185,9 +282,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "ticktrade hl: snapshot at block {height}, {n_coins} coins; listening on ws://{}/ws and http://{}/info",
             server.addr, server.addr
         );
+        if let Some(dir) = &demo_dir {
+            print_demo_hints(server.addr, dir);
+        }
         tokio::signal::ctrl_c().await?;
         server.stop();
         anyhow::Ok(())
     })?;
+    drop(demo);
     Ok(ExitCode::SUCCESS)
+}
+
+/// What to try against a `--demo` server.
+fn print_demo_hints(addr: std::net::SocketAddr, dir: &Path) {
+    println!("demo: a synthetic market of {DEMO_COINS} coins, a block every {DEMO_BLOCK_MS} ms, in {}", dir.display());
+    println!("try:");
+    println!(r#"  curl -s http://{addr}/info -H 'content-type: application/json' -d '{{"type":"allMids"}}'"#);
+    println!(
+        r#"  curl -s http://{addr}/info -H 'content-type: application/json' -d '{{"type":"l2Book","coin":"BTC"}}'"#
+    );
+    println!(
+        r#"  websocat ws://{addr}/ws  then send  {{"method":"subscribe","subscription":{{"type":"l2Book","coin":"BTC"}}}}"#
+    );
+    println!("stop with Ctrl-C");
 }

@@ -7,6 +7,7 @@
 
 use bytes::Bytes;
 use ticktrade_core::Side;
+use ticktrade_hl_proto::asset_ctx::BookCtx;
 use ticktrade_hl_proto::info::InfoRequest;
 use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Params, L2Variant, Subscription, errors};
 
@@ -128,21 +129,35 @@ impl Engine {
             InfoRequest::AllMids { .. } => {
                 let mut mids = serde_json::Map::new();
                 for (id, spec) in self.books.coins.iter() {
-                    let Some(book) = self.books.book(id).filter(|b| !b.stale) else { continue };
-                    let (Some(bid), Some(ask)) = (book.book.best_price(Side::Buy), book.book.best_price(Side::Sell))
-                    else {
+                    let Some(mid) = self.books.book(id).and_then(|b| crate::ctx::mid_text(b, spec.units)) else {
                         continue;
                     };
-                    let twice = i128::from(bid.raw()) + i128::from(ask.raw());
-                    let mantissa = twice * 5 * i128::from(spec.units.px.mantissa());
-                    let Ok(m) = i64::try_from(mantissa) else { continue };
-                    let Ok(mid) = ticktrade_core::Decimal::new(m, spec.units.px.scale() + 1) else { continue };
-                    mids.insert(spec.name.clone(), serde_json::Value::String(mid.to_string()));
+                    mids.insert(spec.name.clone(), serde_json::Value::String(mid));
                 }
                 serde_json::Value::Object(mids).to_string()
             }
-            InfoRequest::Meta { .. } | InfoRequest::SpotMeta | InfoRequest::PerpDexs => "null".to_owned(),
+            // Answered by the HTTP layer (the documents, with `book_ctxs` for the contexts).
+            InfoRequest::Meta { .. }
+            | InfoRequest::SpotMeta
+            | InfoRequest::PerpDexs
+            | InfoRequest::MetaAndAssetCtxs { .. }
+            | InfoRequest::SpotMetaAndAssetCtxs
+            | InfoRequest::ExchangeStatus => "null".to_owned(),
         }
+    }
+
+    /// The books' part of each coin's asset context (`crate::ctx`), in order.
+    pub(super) fn book_ctxs(&self, coins: &[(String, bool)]) -> Vec<BookCtx> {
+        coins
+            .iter()
+            .map(|(name, impact)| {
+                let id = self.books.coins.id(name).filter(|_| self.allowed(name));
+                match id.and_then(|id| Some((self.books.book(id)?, self.books.coins.spec(id).units))) {
+                    Some((book, units)) => crate::ctx::book_ctx(name, book, units, *impact),
+                    None => BookCtx::default(),
+                }
+            })
+            .collect()
     }
 
     pub(super) fn drop_client(&mut self, id: ClientId) {

@@ -191,7 +191,7 @@ pub fn run(args: &Args, dir: &Path) -> anyhow::Result<E2e> {
     let rt_priority = args.rt_priority;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let docs = MetaDocs { meta: "{}".into(), spot_meta: "{}".into() };
+        let docs = MetaDocs { meta: "{}".into(), spot_meta: "{}".into(), ..MetaDocs::default() };
         let server = start(listener, engine, dir, docs, ServeConfig { queue: 1 << 16, rt_priority })?;
         let url = format!("ws://{}/ws", server.addr);
         let written: Written = Arc::new(Mutex::new(HashMap::new()));
