@@ -295,5 +295,5 @@ impl SimHandle {
 /// state offset so streams differ from other users of the same seed). Not for anything an
 /// attacker must not predict: tokens here only need to be unique on a local simulator.
 pub(crate) fn seeded_rng(seed: u64) -> ticktrade_core::SplitMix64 {
-    ticktrade_core::SplitMix64::new(seed ^ 0x9E37_79B9_7F4A_7C15)
+    ticktrade_core::SplitMix64::seeded(seed)
 }
