@@ -19,6 +19,7 @@
 //! - `book_fast`: the hot path's fixed-layout book decoder, same results as `book`.
 //! - `order`: the hot path's limit-order encoder and the origin `OrderLabel`.
 //! - `order_fixed`: the same encoder laid out for a cold cache (one struct, fixed-size region).
+//! - `ratelimit`: Deribit's request-credit rules (classes, defaults, buckets) for both sides.
 //! - `scan` (private): the small JSON scanner the hand decoders share.
 
 pub mod api;
@@ -31,6 +32,7 @@ pub mod error;
 pub mod instrument;
 pub mod order;
 pub mod order_fixed;
+pub mod ratelimit;
 mod scan;
 pub mod signature;
 

@@ -21,7 +21,6 @@
 //! # Layout
 //! - `rpc`: the error value, typed params (`-32602` names the parameter), envelope wrappers.
 //! - `auth`: keys, `Secret`, tokens, scopes, signatures.
-//! - `credits`: Deribit's credit buckets.
 //! - `fault`: fault kinds, rules, log; `rng`: their seeded draws.
 //! - `market`: the exchange, its synthetic market and catalogue, rendered as API objects.
 //! - `engine`: the task owning the market; methods; publishing.
@@ -29,7 +28,6 @@
 //! - `ws`, `http`, `server`: the front ends and the listener.
 
 pub mod auth;
-pub mod credits;
 mod engine;
 pub mod fault;
 mod http;
@@ -48,10 +46,10 @@ use ticktrade_core::{Decimal, Side};
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub use auth::{ApiKey, Secret};
-pub use credits::Limits;
 pub use fault::{Fault, FaultRecord, FaultRule};
 pub use market::CatalogueError;
 pub use server::TlsSource;
+pub use ticktrade_deribit_proto::ratelimit::RateLimits;
 
 use engine::{Command, EngineConfig, Stats};
 use fault::{FaultLog, Faults};
@@ -70,7 +68,8 @@ pub struct SimConfig {
     pub keys: Vec<ApiKey>,
     pub faults: Vec<FaultRule>,
     pub tls: Option<TlsSource>,
-    pub limits: Limits,
+    /// Request credits per session (Deribit's defaults; `RateLimits::unlimited` for floods).
+    pub limits: RateLimits,
     pub testnet: bool,
     /// Smallest `public/set_heartbeat` interval accepted (Deribit: 10 s).
     pub min_heartbeat_s: u64,
@@ -89,7 +88,7 @@ impl Default for SimConfig {
             keys: Vec::new(),
             faults: Vec::new(),
             tls: None,
-            limits: Limits::default(),
+            limits: RateLimits::default(),
             testnet: false,
             min_heartbeat_s: 10,
             queue_capacity: 4_096,
