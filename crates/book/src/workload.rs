@@ -1,6 +1,6 @@
 //! Deterministic Deribit-shaped L2 streams for tests and benchmarks.
 //!
-//! Owns: a seeded splitmix64 generator and the shape of the stream described in
+//! Owns: the shape of the stream described in
 //! research/limits.md §3: a BTC-PERPETUAL-like book (tick 0.5, prices in ticks around 120 000
 //! = 60 000 USD), a snapshot of ~600 levels per side, then single-level deltas: ~25 % deletes,
 //! ~50 % changes of existing levels, ~25 % new levels; the mid random-walks; a level that
@@ -12,38 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use ticktrade_core::{Price, Qty, Side};
+use ticktrade_core::{Price, Qty, Side, SplitMix64};
 
 use crate::l2::{Action, LevelUpdate};
-
-/// The core's splitmix64 with the helpers workloads draw from.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(ticktrade_core::SplitMix64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(ticktrade_core::SplitMix64::new(seed))
-    }
-
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
-    }
-
-    /// Uniform in `lo..=hi` (slightly biased for huge ranges; fine for workloads).
-    #[inline]
-    pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        debug_assert!(lo <= hi);
-        let span = (hi - lo) as u64 + 1;
-        lo + (self.next_u64() % span) as i64
-    }
-
-    /// True with probability `per_mille / 1000`.
-    #[inline]
-    pub fn chance(&mut self, per_mille: u64) -> bool {
-        self.next_u64() % 1000 < per_mille
-    }
-}
 
 /// What to generate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,7 +91,7 @@ impl Generator {
 
     fn qty(&mut self) -> i64 {
         // Mostly small, sometimes large (Deribit amounts in USD multiples of 10).
-        if self.rng.chance(900) { self.rng.range(1, 500) * 10 } else { self.rng.range(1, 100_000) * 10 }
+        if self.rng.chance(900, 1000) { self.rng.range(1, 500) * 10 } else { self.rng.range(1, 100_000) * 10 }
     }
 
     /// Distance from the best at which the next delta happens (limits.md §3's histogram).
@@ -131,7 +102,7 @@ impl Generator {
             630..830 => self.rng.range(6, 20),
             830..840 => self.rng.range(21, 100),
             840..895 => self.rng.range(101, 1000),
-            _ if self.rng.chance(20) => self.rng.range(1001, 40_000),
+            _ if self.rng.chance(20, 1000) => self.rng.range(1001, 40_000),
             _ => self.rng.range(1001, 5000),
         }
     }
@@ -147,7 +118,7 @@ impl Generator {
             let mut dist = 1;
             for _ in 0..n_near {
                 levels.insert(self.mid + sign * dist, self.qty());
-                dist += if self.rng.chance(700) { 1 } else { self.rng.range(2, 4) };
+                dist += if self.rng.chance(700, 1000) { 1 } else { self.rng.range(2, 4) };
             }
             let near_end = dist;
             while levels.len() < depth - n_far {
@@ -255,10 +226,10 @@ impl Generator {
         let depth = self.params.depth;
         let (lo, hi) = (depth - depth / 10, depth + depth / 10);
         while self.out.len() < self.params.n_deltas {
-            if self.rng.chance(60) {
-                self.mid += if self.rng.chance(500) { 1 } else { -1 };
+            if self.rng.chance(60, 1000) {
+                self.mid += if self.rng.chance(500, 1000) { 1 } else { -1 };
             }
-            let side = if self.rng.chance(500) { Side::Buy } else { Side::Sell };
+            let side = if self.rng.chance(500, 1000) { Side::Buy } else { Side::Sell };
             let n = self.side(side).len();
             let r = self.rng.range(0, 99);
             // 0 = delete, 1 = change, 2 = new; the depth band overrides the mix, and the

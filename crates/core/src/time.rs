@@ -1,10 +1,13 @@
 //! Time as integers: `Mono` (monotonic nanoseconds, for spans) and `Utc` (nanoseconds since
 //! the Unix epoch, for exchange timestamps), and the `Clock` trait the I/O side passes in.
 //!
-//! Owns: the types and the `ManualClock` used by tests and replays.
+//! Owns: the types, the `ManualClock` used by tests and replays, and `civil`, the one
+//! calendar-date conversion.
 //! Must not: read a system clock. Real clocks (TSC, `Instant`) live in `ticktrade-latency`.
 
 use std::cell::Cell;
+
+pub mod civil;
 
 /// Monotonic nanoseconds from an arbitrary origin. Only differences mean anything.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -27,6 +27,17 @@ impl Interval {
         }
     }
 
+    /// How often an interval channel is sent, in ms (`0` for `raw`: every change as it
+    /// happens). Deribit sends `100ms` every 100 ms and `agg2` about every 2 s; each frame
+    /// carries the net change since the channel's previous frame.
+    pub const fn period_ms(self) -> u64 {
+        match self {
+            Interval::Raw => 0,
+            Interval::Ms100 => 100,
+            Interval::Agg2 => 2_000,
+        }
+    }
+
     pub fn parse(text: &str) -> Option<Interval> {
         match text {
             "raw" => Some(Interval::Raw),
@@ -236,6 +247,12 @@ impl fmt::Display for Channel<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interval_periods() {
+        let periods = [Interval::Raw, Interval::Ms100, Interval::Agg2].map(|i| (i.as_str(), i.period_ms()));
+        assert_eq!(periods, [("raw", 0), ("100ms", 100), ("agg2", 2_000)]);
+    }
 
     #[test]
     fn known_channels_round_trip() {

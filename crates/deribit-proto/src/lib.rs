@@ -24,6 +24,7 @@
 //! - `frame`: the hot path's one-pass classifier of a received frame (`scan_frame`).
 //! - `report`: order and trade reports (`user.orders`/`user.trades`/`user.changes`, order
 //!   results), fixed-layout fast path and general path.
+//! - `ratelimit`: Deribit's request-credit rules (classes, defaults, buckets) for both sides.
 //! - `scan` (private): the small JSON scanner the hand decoders share.
 
 pub mod api;
@@ -39,6 +40,7 @@ pub mod order;
 pub mod order_fixed;
 pub mod report;
 pub mod requests;
+pub mod ratelimit;
 mod scan;
 pub mod signature;
 

@@ -65,29 +65,15 @@ pub struct StepStats {
     pub trades: u64,
 }
 
-/// The core's splitmix64 with the draws the synthetic market needs.
-#[derive(Clone, Debug)]
-struct Rng(SplitMix64);
+/// Approximately standard normal (sum of 12 uniforms − 6): cheap and deterministic.
+fn normal(rng: &mut SplitMix64) -> f64 {
+    (0..12).map(|_| rng.unit()).sum::<f64>() - 6.0
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0.next_u64()
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next() % n }
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// Approximately standard normal (sum of 12 uniforms − 6): cheap and deterministic.
-    fn normal(&mut self) -> f64 {
-        (0..12).map(|_| self.unit()).sum::<f64>() - 6.0
-    }
-    /// Lots with a heavy tail: mostly small, sometimes large.
-    fn size(&mut self, max: i64) -> i64 {
-        let u = self.unit();
-        (1.0 + (max as f64 - 1.0) * u * u * u).round() as i64
-    }
+/// Lots with a heavy tail: mostly small, sometimes large.
+fn size(rng: &mut SplitMix64, max: i64) -> i64 {
+    let u = rng.unit();
+    (1.0 + (max as f64 - 1.0) * u * u * u).round() as i64
 }
 
 #[derive(Debug)]
@@ -113,7 +99,7 @@ struct Quoted {
 #[derive(Debug)]
 pub struct SynthMarket {
     config: SynthConfig,
-    rng: Rng,
+    rng: SplitMix64,
     /// (base coin, level, indexes following it).
     underlyings: Vec<(String, f64, Vec<crate::catalogue::IndexId>)>,
     quoted: Vec<Quoted>,
@@ -179,7 +165,7 @@ impl SynthMarket {
             exchange.set_margin_exempt(AccountId(config.maker.0 + 1 + t), true);
         }
         SynthMarket {
-            rng: Rng(SplitMix64::new(config.seed)),
+            rng: SplitMix64::new(config.seed),
             config,
             underlyings,
             quoted,
@@ -213,7 +199,7 @@ impl SynthMarket {
             let dt = now.nanos_since(self.last_index) as f64 / YEAR_NS;
             self.last_index = now;
             for u in &mut self.underlyings {
-                u.1 *= (self.config.volatility * dt.sqrt() * self.rng.normal()).exp();
+                u.1 *= (self.config.volatility * dt.sqrt() * normal(&mut self.rng)).exp();
             }
             self.publish_prices(exchange, now, out);
             for &q in &self.perps.clone() {
@@ -269,7 +255,7 @@ impl SynthMarket {
             let quoted = &self.quoted[q];
             let book_side = if side == Side::Buy { &quoted.asks } else { &quoted.bids };
             let lots: i64 = book_side.iter().take(1 + self.rng.below(3) as usize).count() as i64;
-            let qty = self.rng.size(quoted.max_lots) * lots.max(1);
+            let qty = size(&mut self.rng, quoted.max_lots) * lots.max(1);
             let taker =
                 AccountId(self.config.maker.0 + 1 + self.rng.below(u64::from(self.config.n_takers.max(1))) as u32);
             let amount = exchange.catalogue().get(quoted.id).map(|i| i.spec.qty_to_decimal(Qty::from_raw(qty)));
@@ -291,7 +277,7 @@ impl SynthMarket {
             }
             let (price, id) = ladder[self.rng.below(ladder.len() as u64) as usize];
             let filled = exchange.order(id).map_or(0, |o| o.filled.raw());
-            let lots = filled + self.rng.size(quoted.max_lots);
+            let lots = filled + size(&mut self.rng, quoted.max_lots);
             let Some(inst) = exchange.catalogue().get(quoted.id) else { return };
             let edit = EditParams::new(
                 id,
@@ -426,7 +412,7 @@ impl SynthMarket {
         out: &mut Vec<Event>,
         stats: &mut StepStats,
     ) -> Option<u64> {
-        let lots = self.rng.size(self.quoted[q].max_lots);
+        let lots = size(&mut self.rng, self.quoted[q].max_lots);
         let inst = exchange.catalogue().get(self.quoted[q].id)?;
         let mut params = PlaceParams::limit(
             inst.spec.id,

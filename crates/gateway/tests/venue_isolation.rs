@@ -32,8 +32,9 @@ fn words(line: &str) -> impl Iterator<Item = &str> {
     line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
 }
 
-/// Names the Deribit module exports (`pub struct/enum/const/fn/type/mod X`), except what it
-/// merely re-exports from the venue-neutral `venue` module.
+/// Names the Deribit module exports (`pub struct/enum/const/fn/type/mod X`, and re-exports from
+/// `ticktrade_deribit_proto`), except what it merely re-exports from the venue-neutral `venue`
+/// module.
 fn deribit_exports() -> BTreeSet<String> {
     let mut files = Vec::new();
     rust_files(&root().join("crates/gateway/src/deribit"), &mut files);
@@ -42,6 +43,12 @@ fn deribit_exports() -> BTreeSet<String> {
         let text = std::fs::read_to_string(&file).unwrap();
         for (_, line) in code(&text) {
             let line = line.trim_start();
+            // A re-export of Deribit's own crate names Deribit as much as a local type does.
+            if let Some(path) = line.strip_prefix("pub use ticktrade_deribit_proto::") {
+                let last = path.rsplit("::").next().unwrap_or("");
+                names.extend(words(last).filter(|w| w.len() > 3).map(str::to_owned));
+                continue;
+            }
             let Some(rest) = line.strip_prefix("pub ") else { continue };
             let mut it = rest.split_whitespace();
             if let (Some("struct" | "enum" | "const" | "type" | "mod" | "trait" | "fn"), Some(name)) =

@@ -1,9 +1,10 @@
 //! Node timestamps: `YYYY-MM-DDTHH:MM:SS[.fffffffff]`, UTC without a zone suffix.
 //!
-//! Owns: the exact conversion to `Utc` nanoseconds (civil-date arithmetic, no calendar crate).
+//! Owns: the exact conversion to `Utc` nanoseconds (dates by `ticktrade_core::time::civil`).
 //! Must not: read a clock or accept a malformed timestamp silently.
 
 use ticktrade_core::Utc;
+use ticktrade_core::time::civil::{civil_from_days, days_from_civil};
 
 /// A timestamp that is not in the node's format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -46,7 +47,7 @@ pub fn parse_node_time(text: &str) -> Result<Utc, TimeError> {
         let digits = b.len() - 20;
         nanos = num(20..b.len())? * 10i64.pow(9 - digits as u32);
     }
-    let days = days_from_civil(year, month, day);
+    let days = days_from_civil(year, month as u32, day as u32);
     let secs = days * 86_400 + hour * 3600 + minute * 60 + second;
     Ok(Utc::from_nanos(secs * 1_000_000_000 + nanos))
 }
@@ -78,30 +79,7 @@ pub fn date_hour(utc: Utc) -> (u32, u32) {
     let secs = utc.as_nanos().div_euclid(1_000_000_000);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
-    ((y * 10_000 + m * 100 + d) as u32, (rem / 3600) as u32)
-}
-
-// Howard Hinnant's algorithms (public domain), proleptic Gregorian calendar.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { yoe + era * 400 + 1 } else { yoe + era * 400 }, m, d)
+    ((y * 10_000 + i64::from(m) * 100 + i64::from(d)) as u32, (rem / 3600) as u32)
 }
 
 #[cfg(test)]

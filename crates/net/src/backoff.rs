@@ -2,12 +2,14 @@
 //! uniform in `[base/2, min(max, base·2ⁿ)]`, so many clients that lost the same venue do not
 //! reconnect in lockstep.
 //!
-//! Owns: the attempt counter and a small PRNG (xorshift, seeded per process by std's
-//! `RandomState`; jitter needs spread, not cryptographic quality).
+//! Owns: the attempt counter and the jitter's generator (the core's `SplitMix64`, seeded per
+//! process by std's `RandomState`; jitter needs spread, not cryptographic quality).
 //! Must not: sleep; the caller sleeps for the returned duration.
 
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
+
+use ticktrade_core::SplitMix64;
 
 /// Reconnect delay schedule.
 #[derive(Clone, Debug)]
@@ -15,7 +17,7 @@ pub struct Backoff {
     base: Duration,
     max: Duration,
     attempt: u32,
-    state: u64,
+    rng: SplitMix64,
 }
 
 impl Backoff {
@@ -28,7 +30,7 @@ impl Backoff {
 
     /// A schedule with a fixed seed (tests).
     pub fn with_seed(base: Duration, max: Duration, seed: u64) -> Backoff {
-        Backoff { base, max: max.max(base), attempt: 0, state: seed | 1 }
+        Backoff { base, max: max.max(base), attempt: 0, rng: SplitMix64::seeded(seed) }
     }
 
     /// The delay before the next attempt; each call doubles the ceiling up to `max`.
@@ -37,7 +39,7 @@ impl Backoff {
         self.attempt = self.attempt.saturating_add(1);
         let floor = (self.base / 2).min(ceiling);
         let span = ceiling.saturating_sub(floor).as_micros() as u64;
-        let jitter = if span == 0 { 0 } else { self.next_u64() % (span + 1) };
+        let jitter = self.rng.below(span + 1);
         floor + Duration::from_micros(jitter)
     }
 
@@ -49,15 +51,6 @@ impl Backoff {
     /// Back to the first delay (after a connection stayed up).
     pub fn reset(&mut self) {
         self.attempt = 0;
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        let mut x = self.state;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.state = x;
-        x
     }
 }
 

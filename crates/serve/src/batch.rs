@@ -41,13 +41,9 @@ pub(crate) fn batched_interval(ch: &str) -> Option<Interval> {
     }
 }
 
-/// How often an interval channel is sent (Deribit: 100 ms; `agg2` about 2 s).
+/// How often an interval channel is sent.
 pub(crate) fn period(interval: Interval) -> Duration {
-    match interval {
-        Interval::Raw => Duration::ZERO,
-        Interval::Ms100 => Duration::from_millis(100),
-        Interval::Agg2 => Duration::from_secs(2),
-    }
+    Duration::from_millis(interval.period_ms())
 }
 
 impl Hub {

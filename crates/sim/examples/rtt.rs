@@ -26,7 +26,7 @@ fn pct(mut v: Vec<u64>, label: &str) {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let sim = ticktrade_sim::spawn_loopback(ticktrade_sim::SimConfig {
-        limits: ticktrade_sim::Limits::unlimited(),
+        limits: ticktrade_sim::RateLimits::unlimited(),
         ..Default::default()
     })
     .await

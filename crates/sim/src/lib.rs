@@ -21,7 +21,6 @@
 //! # Layout
 //! - `rpc`: the error value, typed params (`-32602` names the parameter), envelope wrappers.
 //! - `auth`: keys, `Secret`, tokens, scopes, signatures.
-//! - `credits`: Deribit's credit buckets.
 //! - `fault`: fault kinds, rules, log; `rng`: their seeded draws.
 //! - `market`: the exchange, its synthetic market and catalogue, rendered as API objects.
 //! - `engine`: the task owning the market; methods; publishing.
@@ -31,7 +30,6 @@
 
 pub mod auth;
 pub mod coverage;
-pub mod credits;
 mod engine;
 pub mod fault;
 mod http;
@@ -50,10 +48,10 @@ use ticktrade_core::{Decimal, Side};
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub use auth::{ApiKey, Secret};
-pub use credits::Limits;
 pub use fault::{Fault, FaultRecord, FaultRule};
 pub use market::CatalogueError;
 pub use server::TlsSource;
+pub use ticktrade_deribit_proto::ratelimit::RateLimits;
 
 use engine::{Command, EngineConfig, Stats};
 use fault::{FaultLog, Faults};
@@ -72,7 +70,8 @@ pub struct SimConfig {
     pub keys: Vec<ApiKey>,
     pub faults: Vec<FaultRule>,
     pub tls: Option<TlsSource>,
-    pub limits: Limits,
+    /// Request credits per session (Deribit's defaults; `RateLimits::unlimited` for floods).
+    pub limits: RateLimits,
     pub testnet: bool,
     /// Smallest `public/set_heartbeat` interval accepted (Deribit: 10 s).
     pub min_heartbeat_s: u64,
@@ -91,7 +90,7 @@ impl Default for SimConfig {
             keys: Vec::new(),
             faults: Vec::new(),
             tls: None,
-            limits: Limits::default(),
+            limits: RateLimits::default(),
             testnet: false,
             min_heartbeat_s: 10,
             queue_capacity: 4_096,
@@ -310,5 +309,5 @@ impl SimHandle {
 /// state offset so streams differ from other users of the same seed). Not for anything an
 /// attacker must not predict: tokens here only need to be unique on a local simulator.
 pub(crate) fn seeded_rng(seed: u64) -> ticktrade_core::SplitMix64 {
-    ticktrade_core::SplitMix64::new(seed ^ 0x9E37_79B9_7F4A_7C15)
+    ticktrade_core::SplitMix64::seeded(seed)
 }

@@ -28,10 +28,10 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::auth::{Grant, Tokens};
-use crate::credits::{Class, Credits, Limits, class_of};
 use crate::engine::{Command, ENGINE_METHODS, MARKET_DATA_METHODS, now_us, now_utc};
 use crate::fault::{FaultLog, Faults};
 use crate::rpc::{self, RpcError, Timing};
+use ticktrade_deribit_proto::ratelimit::{Class, Credits, RateLimits, class_of};
 
 /// Deribit's API version string, as `public/test` and `public/hello` report it.
 pub const API_VERSION: &str = "1.2.26";
@@ -42,7 +42,7 @@ pub const MAX_REQUEST_BYTES: usize = 32 * 1024;
 pub struct Shared {
     pub engine: mpsc::Sender<Command>,
     pub tokens: Mutex<Tokens>,
-    pub limits: Limits,
+    pub limits: RateLimits,
     pub testnet: bool,
     pub min_heartbeat_s: u64,
     pub queue_capacity: usize,
@@ -70,13 +70,13 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(id: u64, websocket: bool, limits: Limits) -> Session {
+    pub fn new(id: u64, websocket: bool, limits: RateLimits) -> Session {
         Session {
             id,
             websocket,
             grant: None,
             token: None,
-            credits: Credits::new(limits, mono_ns()),
+            credits: Credits::venue(limits, mono_ns()),
             cancel_on_disconnect: false,
             heartbeat: None,
             awaiting_test: false,
@@ -167,11 +167,11 @@ pub async fn handle_call(
     // Credits first: a flood is answered 10028 and the session ends, as on Deribit.
     let class = class_of(method);
     let granted = if session.websocket {
-        session.credits.take(class, mono_ns())
+        session.credits.try_take(class, mono_ns()).is_ok()
     } else {
         let key = session.grant.as_ref().map(|g| g.client_id.clone()).unwrap_or_default();
         let mut all = shared.http_credits.lock().unwrap_or_else(|e| e.into_inner());
-        all.entry(key).or_insert_with(|| Credits::new(shared.limits, mono_ns())).take(class, mono_ns())
+        all.entry(key).or_insert_with(|| Credits::venue(shared.limits, mono_ns())).try_take(class, mono_ns()).is_ok()
     };
     let (delay_ms, forced_10028) = shared.response_faults.lock().map(|mut f| f.on_response()).unwrap_or((0, false));
     if forced_10028 {

@@ -9,7 +9,7 @@ mod common;
 use common::{Client, sim};
 use futures_util::SinkExt;
 use serde_json::json;
-use ticktrade_sim::{Limits, SimConfig};
+use ticktrade_sim::{RateLimits, SimConfig};
 use tokio::io::AsyncWriteExt;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -122,7 +122,7 @@ async fn request_flood_gets_10028_then_disconnect() {
 async fn slow_subscriber_is_disconnected_with_a_reason() {
     // Unlimited credits: the bystander polls as fast as it can until the slow session is gone.
     let config =
-        SimConfig { rate_per_s: 5_000, queue_capacity: 16, limits: Limits::unlimited(), ..SimConfig::default() };
+        SimConfig { rate_per_s: 5_000, queue_capacity: 16, limits: RateLimits::unlimited(), ..SimConfig::default() };
     let sim = ticktrade_sim::spawn_loopback(config).await.unwrap();
     let mut slow = Client::connect_small_buffer(sim.addr(), &sim.ws_url()).await;
     slow.auth().await;

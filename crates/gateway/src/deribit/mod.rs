@@ -30,8 +30,8 @@ use ticktrade_deribit_proto::instrument::parse_instrument;
 use ticktrade_net::ConnectOptions;
 use tokio::sync::broadcast;
 
-pub use limiter::RateLimits;
 use session::{Gate, Inner};
+pub use ticktrade_deribit_proto::ratelimit::RateLimits;
 
 use crate::venue::{
     Balance, BookSnapshot, CancelScope, ConnState, EditRequest, Fill, Filter, InstrumentInfo, OrderRef, OrderRequest,

@@ -19,12 +19,13 @@ use ticktrade_deribit_proto::api;
 use ticktrade_deribit_proto::client::CurrencyQuery;
 use ticktrade_deribit_proto::envelope::{Heartbeat, Id, Incoming, classify};
 use ticktrade_deribit_proto::error::code;
+use ticktrade_deribit_proto::ratelimit::{Class, class_of};
 use ticktrade_deribit_proto::signature::{Secret, client_signature};
 use ticktrade_net::{Backoff, Message, WsStream, connect_ws};
 use tokio::sync::{Notify, broadcast, watch};
 
 use super::books::{BookOutcome, LocalBooks};
-use super::limiter::{Class, Limiter, class_of};
+use super::limiter::Limiter;
 use super::rpc::{Answer, Reply, Rpc, RpcFailure};
 use super::{AuthMethod, DeribitConfig, convert};
 use crate::oms::OrderTracker;
@@ -139,14 +140,14 @@ impl Inner {
 
     async fn take_credits(&self, class: Class) {
         loop {
-            let now_us = self.origin.elapsed().as_micros() as u64;
+            let now_ns = self.origin.elapsed().as_nanos() as u64;
             let wait = match self.limiter.lock() {
-                Ok(mut limiter) => limiter.try_take(class, now_us),
+                Ok(mut limiter) => limiter.try_take(class, now_ns),
                 Err(_) => Ok(()),
             };
             match wait {
                 Ok(()) => return,
-                Err(wait_us) => tokio::time::sleep(Duration::from_micros(wait_us)).await,
+                Err(wait_ns) => tokio::time::sleep(Duration::from_nanos(wait_ns)).await,
             }
         }
     }
@@ -234,9 +235,9 @@ impl Inner {
     }
 
     fn on_too_many_requests(&self) {
-        let now_us = self.origin.elapsed().as_micros() as u64;
+        let now_ns = self.origin.elapsed().as_nanos() as u64;
         if let Ok(mut limiter) = self.limiter.lock() {
-            limiter.on_too_many_requests(now_us);
+            limiter.on_too_many_requests(now_ns);
         }
         let rule = self.config.limits.non_matching;
         let refill_ms = rule.cost * 1_000 / rule.refill_per_s.max(1);

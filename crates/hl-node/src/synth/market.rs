@@ -10,27 +10,6 @@ use std::collections::{BTreeMap, VecDeque};
 use ticktrade_core::SplitMix64;
 use ticktrade_hl_proto::info::CoinKind;
 
-/// The core's splitmix64 with the draws the generator needs.
-#[derive(Clone, Debug)]
-pub struct Rng(SplitMix64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(SplitMix64::new(seed ^ 0x9E37_79B9_7F4A_7C15))
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
-    }
-    /// Uniform in `0..n` (`0` when `n == 0`).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.0.below(n)
-    }
-    /// True with probability `percent`/100.
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.0.chance(percent, 100)
-    }
-}
-
 /// A resting order in the model.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModelOrder {
@@ -105,7 +84,7 @@ fn digits(v: i64) -> u32 {
 }
 
 /// Builds `n_coins` coins (about one in eight is spot), deterministic for `rng`.
-pub fn universe(n_coins: usize, rng: &mut Rng) -> Vec<GenCoin> {
+pub fn universe(n_coins: usize, rng: &mut SplitMix64) -> Vec<GenCoin> {
     let n_spot = if n_coins >= 8 { n_coins / 8 } else { 0 };
     let n_perp = n_coins - n_spot;
     let mut coins = Vec::with_capacity(n_coins);
@@ -124,7 +103,7 @@ pub fn universe(n_coins: usize, rng: &mut Rng) -> Vec<GenCoin> {
     coins
 }
 
-fn coin(name: String, kind: CoinKind, sz_decimals: u32, whole: u64, rank: usize, rng: &mut Rng) -> GenCoin {
+fn coin(name: String, kind: CoinKind, sz_decimals: u32, whole: u64, rank: usize, rng: &mut SplitMix64) -> GenCoin {
     let px_scale = kind.max_decimals() - sz_decimals;
     // Mid: `whole` units of 1, or a sub-1 price with 3–4 significant digits when `whole` is 0.
     let mid = if whole == 0 { 1_234 + rng.below(5_000) as i64 } else { (whole as i64) * pow10(px_scale) };
@@ -151,8 +130,8 @@ mod tests {
 
     #[test]
     fn universe_is_deterministic_and_valid() {
-        let a = universe(229, &mut Rng::new(7));
-        let b = universe(229, &mut Rng::new(7));
+        let a = universe(229, &mut SplitMix64::seeded(7));
+        let b = universe(229, &mut SplitMix64::seeded(7));
         assert_eq!(a.len(), 229);
         assert_eq!(
             a.iter().map(|c| (&c.name, c.mid)).collect::<Vec<_>>(),

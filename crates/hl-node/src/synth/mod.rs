@@ -11,9 +11,9 @@ mod json;
 pub mod market;
 pub mod writer;
 
-use ticktrade_core::Utc;
+use ticktrade_core::{SplitMix64, Utc};
 
-use market::{GenCoin, ModelOrder, Rng};
+use market::{GenCoin, ModelOrder};
 
 /// Shape of the generated market.
 #[derive(Clone, Debug)]
@@ -45,7 +45,7 @@ pub struct GenBlock {
 
 /// The generator.
 pub struct Generator {
-    rng: Rng,
+    rng: SplitMix64,
     coins: Vec<GenCoin>,
     total_weight: u64,
     orders_per_block: usize,
@@ -66,7 +66,7 @@ enum Action {
 
 impl Generator {
     pub fn new(config: &GenConfig) -> Generator {
-        let mut rng = Rng::new(config.seed);
+        let mut rng = SplitMix64::seeded(config.seed);
         let mut coins = market::universe(config.n_coins, &mut rng);
         let mut next_oid = 100_000_000_000u64;
         for coin in &mut coins {
@@ -162,7 +162,7 @@ impl Generator {
     fn act(&mut self, ci: usize, action: Action, time: Utc) {
         let ms = time.as_millis().max(0) as u64;
         let user = self.rng.below(64) as u16;
-        let bid = self.rng.chance(50);
+        let bid = self.rng.chance(50, 100);
         let coin = &mut self.coins[ci];
         match action {
             Action::Rejected | Action::Trigger => {
@@ -215,7 +215,7 @@ impl Generator {
                     return;
                 }
                 self.next_oid += 1;
-                let cloid = self.rng.chance(30).then(|| self.rng.next_u64());
+                let cloid = self.rng.chance(30, 100).then(|| self.rng.next_u64());
                 let order =
                     ModelOrder { oid: self.next_oid, user, sz: size(coin, &mut self.rng), timestamp: ms, cloid };
                 self.buf.status(coin, bid, px, &order, "open", json::Kind::Alo);
@@ -251,7 +251,7 @@ impl Generator {
         let mut want = size(coin, &mut self.rng) * (1 + self.rng.below(4) as i64);
         self.next_oid += 1;
         let taker = ModelOrder { oid: self.next_oid, user, sz: want, timestamp: ms, cloid: None };
-        let resting_residual = self.rng.chance(20);
+        let resting_residual = self.rng.chance(20, 100);
         self.buf.status(coin, bid, limit, &taker, "open", json::Kind::Ioc);
         while want > 0 {
             let Some(px) = coin.best(!bid) else { break };
@@ -290,7 +290,7 @@ impl Generator {
 }
 
 /// A size between one and a few hundred lots of the coin's size unit, biased small.
-fn size(coin: &GenCoin, rng: &mut Rng) -> i64 {
+fn size(coin: &GenCoin, rng: &mut SplitMix64) -> i64 {
     let base = 10i64.pow(coin.sz_decimals.min(3));
     let lots = 1 + rng.below(20) as i64 * (1 + rng.below(10) as i64);
     lots * base.max(1) / 10 + 1

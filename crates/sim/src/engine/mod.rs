@@ -237,8 +237,9 @@ impl Engine {
             self.market.step(now, &mut self.events);
             self.publish(now);
         }
-        let every_100ms = self.ticks.is_multiple_of(10);
-        let every_2s = self.ticks.is_multiple_of(200);
+        let every = |interval: Interval| self.ticks.is_multiple_of(interval.period_ms() / TICK.as_millis() as u64);
+        let every_100ms = every(Interval::Ms100);
+        let every_2s = every(Interval::Agg2);
         let every_1s = self.ticks.is_multiple_of(100);
         if every_100ms {
             self.subs.flush_aggregated(

@@ -7,6 +7,7 @@
 
 use ticktrade_core::{Decimal, InstrumentId, InstrumentKind, InstrumentSpec, Price, Qty, Settlement, Side};
 use ticktrade_deribit_proto::api::{self, Num};
+use ticktrade_deribit_proto::ratelimit::RateLimits;
 use ticktrade_exchange::{
     AccountId as ExAccount, Catalogue, Instrument, Money, Order, OrderState, OrderType, PublicTrade, UserTrade,
 };
@@ -346,10 +347,13 @@ impl Market {
         let name = currency.to_ascii_uppercase();
         let s = self.ex.catalogue().currency(&name).map(|c| self.ex.account_summary(ExAccount(account), c));
         let s = s.unwrap_or_default();
+        // The documented defaults the sessions' credits start from.
+        let RateLimits { non_matching: other, matching: me, .. } = RateLimits::default();
+        let me = serde_json::json!({"burst": me.burst(), "rate": me.rate_per_s()});
         let limits = serde_json::json!({
             "limits_per_currency": false,
-            "non_matching_engine": {"burst": 100, "rate": 20},
-            "matching_engine": {"trading": {"total": {"burst": 50, "rate": 20}}, "cancel_all": {"burst": 50, "rate": 20}}
+            "non_matching_engine": {"burst": other.burst(), "rate": other.rate_per_s()},
+            "matching_engine": {"trading": {"total": me}, "cancel_all": me}
         });
         api::AccountSummary {
             currency: name,

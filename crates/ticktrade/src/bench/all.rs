@@ -18,6 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
+use ticktrade_core::time::civil::civil_from_days;
 use ticktrade_latency::{Human, Series};
 
 use super::report::{Outcome, capture, markdown_table, with_newline};
@@ -384,19 +385,11 @@ fn kernel() -> String {
         .unwrap_or_else(|_| std::env::consts::OS.to_owned())
 }
 
-/// `YYYY-MM-DD HH:MM:SS` UTC from the system clock (days to civil date, Howard Hinnant's method).
+/// `YYYY-MM-DD HH:MM:SS` UTC from the system clock.
 fn utc_now() -> String {
     let secs = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = civil_from_days(days);
     format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}", rem / 3_600, rem % 3_600 / 60, rem % 60)
 }
 

@@ -84,21 +84,6 @@ enum Op {
     Edit { id: u64, account: u32, price: i64, qty: i64 },
 }
 
-/// The core's splitmix64 with the draws the workload needs.
-struct Rng(SplitMix64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0.next_u64()
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.below((hi - lo + 1) as u64) as i64)
-    }
-}
-
 struct Workload {
     setup: Vec<Op>,
     timed: Vec<Op>,
@@ -112,7 +97,7 @@ fn side_price(side: Side, depth: i64) -> i64 {
 }
 
 fn generate(n_ops: usize, seed: u64) -> Workload {
-    let mut rng = Rng(SplitMix64::new(seed));
+    let mut rng = SplitMix64::new(seed);
     let mut next_id = 1u64;
     // The generator follows the book with the naive matcher, so cancels and edits address
     // orders that are still live (as a client's would) and the book keeps its size.
@@ -122,7 +107,7 @@ fn generate(n_ops: usize, seed: u64) -> Workload {
         naive_op(sim, &op, &mut fills);
         op
     };
-    let passive = |rng: &mut Rng, next_id: &mut u64, side: Side, depth: i64| {
+    let passive = |rng: &mut SplitMix64, next_id: &mut u64, side: Side, depth: i64| {
         let id = *next_id;
         *next_id += 1;
         let account = 1 + rng.below(u64::from(MAKERS)) as u32;

@@ -9,7 +9,7 @@
 //! What it cannot give: the exchange-side view and `write_floor` (the simulator neither
 //! timestamps ticks for us nor answers the floor probe), and exact pacing (ticks come when the
 //! simulated market changes, including changes caused by our own orders). The simulator runs
-//! without request-credit limits (`Limits::unlimited`), or its order bucket would end the run.
+//! without request-credit limits (`RateLimits::unlimited`), or its order bucket would end the run.
 
 use std::io::Write as _;
 use std::net::TcpStream;
@@ -21,7 +21,7 @@ use ticktrade_gateway::hot::{Exit, HotConfig, HotLoop, LoopReport, Pipeline, Quo
 use ticktrade_latency::{TscClock, spsc_ring};
 use ticktrade_net::frame::{Opcode, Role, WsReader, WsWriter};
 use ticktrade_net::handshake;
-use ticktrade_sim::{ApiKey, Limits, SimConfig};
+use ticktrade_sim::{ApiKey, RateLimits, SimConfig};
 
 /// What the run measured, and how many orders the simulator counted.
 pub(crate) struct SimRun {
@@ -44,7 +44,7 @@ pub(crate) fn run(
     let sim = runtime
         .block_on(ticktrade_sim::spawn_loopback(SimConfig {
             rate_per_s,
-            limits: Limits::unlimited(),
+            limits: RateLimits::unlimited(),
             ..SimConfig::default()
         }))
         .map_err(|e| anyhow!("simulator: {e}"))?;
