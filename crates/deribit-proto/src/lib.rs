@@ -38,9 +38,9 @@ pub mod frame;
 pub mod instrument;
 pub mod order;
 pub mod order_fixed;
+pub mod ratelimit;
 pub mod report;
 pub mod requests;
-pub mod ratelimit;
 mod scan;
 pub mod signature;
 

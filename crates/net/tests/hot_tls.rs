@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ticktrade_net::frame::{Opcode, Role, WsReader, WsWriter};
 use ticktrade_net::hot::{self, ConnectError, HotOptions, HotStream, Step, TlsRoots};
-use ticktrade_sim::{Limits, SimConfig, SimHandle, TlsSource};
+use ticktrade_sim::{RateLimits, SimConfig, SimHandle, TlsSource};
 
 #[global_allocator]
 static ALLOC: ticktrade_testkit::CountingAlloc = ticktrade_testkit::CountingAlloc::new();
@@ -22,8 +22,11 @@ const ROUND_TRIPS: usize = 2_000;
 fn sim(tls: bool) -> (tokio::runtime::Runtime, SimHandle) {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     // No credit limits: the allocation test sends requests back to back.
-    let config =
-        SimConfig { tls: tls.then_some(TlsSource::SelfSigned), limits: Limits::unlimited(), ..SimConfig::default() };
+    let config = SimConfig {
+        tls: tls.then_some(TlsSource::SelfSigned),
+        limits: RateLimits::unlimited(),
+        ..SimConfig::default()
+    };
     let sim = runtime.block_on(ticktrade_sim::spawn_loopback(config)).unwrap();
     (runtime, sim)
 }

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use common::Client;
 use serde_json::json;
 use ticktrade_sim::coverage::{self, Coverage};
-use ticktrade_sim::{Limits, SimConfig};
+use ticktrade_sim::{RateLimits, SimConfig};
 
 fn root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -62,7 +62,7 @@ fn protocols_doc_is_current() {
 #[tokio::test]
 async fn served_methods_are_dispatched_and_the_rest_say_why() {
     // Every method once, faster than Deribit's credits allow.
-    let config = SimConfig { rate_per_s: 200, limits: Limits::unlimited(), ..SimConfig::default() };
+    let config = SimConfig { rate_per_s: 200, limits: RateLimits::unlimited(), ..SimConfig::default() };
     let sim = ticktrade_sim::spawn_loopback(config).await.unwrap();
     let mut c = Client::connect(&sim.ws_url()).await;
     c.auth().await;
