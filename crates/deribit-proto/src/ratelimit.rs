@@ -21,6 +21,10 @@
 //!   requests/s with bursts of 100, tier 2 (over USD 5 M) 20/s with bursts of 50. Tier 2 is the
 //!   default here, and what the simulator reports in `private/get_account_summary`'s `limits`;
 //!   the live values of an account are in that same object. A request costs 1 000 credits.
+//!   Lower tiers are lower still, so a client that has not read its account's `limits` paces
+//!   its writes at 5 requests/s with bursts of 20, the usual client default
+//!   (`RateLimits::client_default`, what the gateway uses): slower than any venue tier, never
+//!   answered 10028.
 //! - `public/subscribe` and `private/subscribe`: 3 000 credits each, at most 30 000, refilled at
 //!   10 000 per second: ~3.3 calls/s, bursts of 10.
 //!
@@ -48,6 +52,8 @@ impl Rule {
     pub const MATCHING_TIER_1: Rule = Rule { cost: 1_000, max: 100_000, refill_per_s: 30_000 };
     /// Matching-engine tier 2 (7-day volume over USD 5 M): 20/s, bursts of 50.
     pub const MATCHING_TIER_2: Rule = Rule { cost: 1_000, max: 50_000, refill_per_s: 20_000 };
+    /// What a client assumes of the matching engine before it knows its tier: 5/s, bursts of 20.
+    pub const MATCHING_CLIENT: Rule = Rule { cost: 1_000, max: 20_000, refill_per_s: 5_000 };
     /// Subscribe calls: ~3.3/s, bursts of 10.
     pub const SUBSCRIBE: Rule = Rule { cost: 3_000, max: 30_000, refill_per_s: 10_000 };
     /// Costs nothing: every request is granted.
@@ -98,6 +104,12 @@ impl Default for RateLimits {
 }
 
 impl RateLimits {
+    /// A client's assumption about an account it has not asked: the documented defaults with
+    /// the matching engine at `Rule::MATCHING_CLIENT`, within every tier's limits.
+    pub const fn client_default() -> RateLimits {
+        RateLimits { non_matching: Rule::NON_MATCHING, matching: Rule::MATCHING_CLIENT, subscribe: Rule::SUBSCRIBE }
+    }
+
     /// No limits at all (benchmarks and tests that flood on purpose).
     pub const fn unlimited() -> RateLimits {
         RateLimits { non_matching: Rule::FREE, matching: Rule::FREE, subscribe: Rule::FREE }
@@ -235,6 +247,7 @@ mod tests {
             (limits.matching, 1_000, 50_000, 20_000, 20, 50),
             (limits.subscribe, 3_000, 30_000, 10_000, 3, 10),
             (Rule::MATCHING_TIER_1, 1_000, 100_000, 30_000, 30, 100),
+            (Rule::MATCHING_CLIENT, 1_000, 20_000, 5_000, 5, 20),
         ];
         for (rule, cost, max, refill, rate, burst) in cases {
             assert_eq!((rule.cost, rule.max, rule.refill_per_s), (cost, max, refill));

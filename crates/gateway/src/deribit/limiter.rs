@@ -59,6 +59,7 @@ mod tests {
     fn limits() -> impl Strategy<Value = RateLimits> {
         prop_oneof![
             Just(RateLimits::default()),
+            Just(RateLimits::client_default()),
             (rule(), rule(), rule()).prop_map(|(non_matching, matching, subscribe)| RateLimits {
                 non_matching,
                 matching,
@@ -124,6 +125,25 @@ mod tests {
             assert!(now + 1_000_000_000 / rule.rate_per_s() >= expected_ns, "{class:?} too fast: {now} ns");
             assert!(now <= expected_ns + sent, "{class:?} slower than the venue allows: {now} ns");
         }
+    }
+
+    #[test]
+    fn the_gateways_default_is_never_refused_by_a_tier_two_venue() {
+        // The gateway does not know its account's tier; the simulator reports tier 2.
+        let mut ours = Limiter::new(RateLimits::client_default());
+        let mut venue = Credits::venue(RateLimits::default(), 0);
+        let (mut now, mut sent) = (0u64, 0u64);
+        while sent < 500 {
+            match ours.try_take(Class::Matching, now) {
+                Ok(()) => {
+                    assert!(venue.try_take(Class::Matching, now).is_ok(), "10028 at request {sent}");
+                    sent += 1;
+                }
+                Err(wait) => now += wait,
+            }
+        }
+        // 19 at once, then 5 a second.
+        assert!(now >= (500 - 19) * 200_000_000, "faster than 5/s: {now} ns");
     }
 
     #[test]

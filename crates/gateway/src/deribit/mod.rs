@@ -77,7 +77,7 @@ impl DeribitConfig {
             heartbeat_s: 10,
             request_timeout: Duration::from_secs(10),
             connect: ConnectOptions::default(),
-            limits: RateLimits::default(),
+            limits: RateLimits::client_default(),
             backoff_base: Duration::from_millis(200),
             backoff_max: Duration::from_secs(10),
         }
