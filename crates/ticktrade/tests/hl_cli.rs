@@ -81,6 +81,19 @@ async fn next_json(
     }
 }
 
+/// Subscribes to BTC's `l4Book` and returns the height of the snapshot the server answers with.
+async fn subscribe_l4_btc(
+    ws: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+) -> u64 {
+    ws.send(Message::Text(
+        json!({"method": "subscribe", "subscription": {"type": "l4Book", "coin": "BTC"}}).to_string().into(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(next_json(ws).await["channel"], "subscriptionResponse");
+    next_json(ws).await["data"]["Snapshot"]["height"].as_u64().expect("a snapshot height")
+}
+
 #[tokio::test]
 async fn server_process_follows_generator_process() {
     let tmp = tempfile::tempdir().unwrap();
@@ -89,14 +102,8 @@ async fn server_process_follows_generator_process() {
     assert!(line.contains("snapshot at block 1000000"), "{line}");
 
     let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
-    ws.send(Message::Text(
-        json!({"method": "subscribe", "subscription": {"type": "l4Book", "coin": "BTC"}}).to_string().into(),
-    ))
-    .await
-    .unwrap();
-    assert_eq!(next_json(&mut ws).await["channel"], "subscriptionResponse");
     // The engine reads the files already there before it answers anyone: block 1 is applied.
-    assert_eq!(next_json(&mut ws).await["data"]["Snapshot"]["height"], 1_000_001);
+    assert_eq!(subscribe_l4_btc(&mut ws).await, 1_000_001);
     ws.send(Message::Text(
         json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC", "nSigFigs": 3}})
             .to_string()
@@ -211,13 +218,7 @@ async fn demo_generates_and_serves_in_one_process() {
 
     // The generator runs on: l4Book updates arrive block after block.
     let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
-    ws.send(Message::Text(
-        json!({"method": "subscribe", "subscription": {"type": "l4Book", "coin": "BTC"}}).to_string().into(),
-    ))
-    .await
-    .unwrap();
-    assert_eq!(next_json(&mut ws).await["channel"], "subscriptionResponse");
-    let start = next_json(&mut ws).await["data"]["Snapshot"]["height"].as_u64().unwrap();
+    let start = subscribe_l4_btc(&mut ws).await;
     let mut heights = Vec::new();
     while heights.len() < 3 {
         let msg = next_json(&mut ws).await;
