@@ -12,10 +12,13 @@
 //! - `oms`: `OrderTracker`, order/fill/position state merged from any-order reports.
 //! - `deribit`: the Deribit WebSocket JSON-RPC client implementing `Venue`.
 //! - `shell`: the trading shell's commands, output and terminal front end (generic over `Venue`).
+//! - `live`: the live session `ticktrade run` drives: a strategy on the hot thread, over ws/wss,
+//!   with order state, reconciliation and the kill switch.
 //! - `hot`: the synchronous read → decode → book → decide → encode → write loop and `Strategy`.
 
 pub mod deribit;
 pub mod hot;
+pub mod live;
 pub mod oms;
 pub mod shell;
 pub mod venue;

@@ -44,6 +44,13 @@ impl<T: Copy> RingProducer<T> {
         }
     }
 
+    /// Enqueues `value`, or hands it back when the ring is full, without counting a drop:
+    /// for records that must not be lost (an audit journal), whose producer waits instead.
+    #[inline]
+    pub fn try_push(&mut self, value: T) -> Result<(), T> {
+        self.inner.push(value).map_err(|rtrb::PushError::Full(value)| value)
+    }
+
     #[cold]
     fn record_drop(&mut self) {
         self.n_dropped += 1;

@@ -293,6 +293,13 @@ pub struct Setup {
 impl Setup {
     /// The runner for this setup; `run_nonce` makes this run's labels unique on the venue.
     pub fn runner(self, run_nonce: u32) -> Result<Runner<BuiltIn>, ConfigError> {
+        let (strategy, parts) = self.into_parts(run_nonce)?;
+        Ok(Runner::new(strategy, parts))
+    }
+
+    /// The built-in strategy and what a `Runner` needs besides it (for a session that wraps
+    /// the strategy, e.g. to journal its events).
+    pub fn into_parts(self, run_nonce: u32) -> Result<(BuiltIn, RunnerParts), ConfigError> {
         let labels = LabelGen::new(&self.label_prefix, run_nonce)
             .ok_or_else(|| invalid("label_prefix", "1 to 8 of [A-Za-z0-9_]"))?;
         let rules = self
@@ -308,7 +315,7 @@ impl Setup {
             specs: self.specs,
             band_reference: self.band_reference,
         };
-        Ok(Runner::new(self.strategy, parts))
+        Ok((self.strategy, parts))
     }
 }
 

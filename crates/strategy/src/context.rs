@@ -372,6 +372,11 @@ impl<S: Strategy> Runner<S> {
         &self.strategy
     }
 
+    /// The strategy itself, between events (e.g. to read or reset its own counters).
+    pub fn strategy_mut(&mut self) -> &mut S {
+        &mut self.strategy
+    }
+
     pub fn orders(&self) -> &Orders {
         &self.state.orders
     }

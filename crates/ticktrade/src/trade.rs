@@ -8,7 +8,7 @@
 //! Must not: hold shell or protocol logic (that is `ticktrade_gateway::shell` and
 //! `ticktrade_gateway::deribit`), or print a secret.
 
-mod credentials;
+pub mod credentials;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;

@@ -1,0 +1,575 @@
+//! The session's control path: what happens on connect and disconnect, the answers to
+//! control requests (auth, heartbeat, cancel-on-disconnect, account limits, subscriptions),
+//! reconciliation after a (re)connect, and the stop sequence.
+//!
+//! Owns: the order of the sync steps and the three conditions of going live (books resynced,
+//! private subscriptions confirmed, orders reconciled); the stop steps (cancel all, verify
+//! none is open, flatten).
+//! Must not: run on the timed path (these are answers to rare requests; they may allocate),
+//! or resend an order: a place whose answer was lost is looked up by its label, never sent
+//! again.
+
+use ticktrade_core::{Clock, Decimal, InstrumentId, Mono, SplitMix64};
+use ticktrade_deribit_proto::api::Num;
+use ticktrade_deribit_proto::envelope::encode_request;
+use ticktrade_deribit_proto::order::{OrderKind, OrderRequest as WireOrder, OrderTag, TimeInForce};
+use ticktrade_deribit_proto::ratelimit::{Class, Credits, RateLimits, Rule};
+use ticktrade_deribit_proto::requests::{self, CancelScope};
+use ticktrade_deribit_proto::signature::Secret;
+use ticktrade_strategy::{Action, Blocked, Label, Status as OrderStatus, Strategy};
+
+use super::journal::{Entry, Link};
+use super::session::{Core, Exit, LiveError, LiveReport, Phase, StopStep, book_fill};
+use super::wire::{Pending, closing_side, order_report, position_lots};
+
+impl<S: Strategy> Core<S> {
+    /// A new connection: everything the venue knew of the old one is gone.
+    pub(super) fn on_connect(&mut self) {
+        let now = self.now();
+        self.sync.connected = true;
+        self.sync.authenticated = false;
+        self.sync.subscribed = false;
+        self.sync.reconciled = false;
+        self.sync.books_ok.iter_mut().for_each(|b| *b = false);
+        self.sync.resyncing.iter_mut().for_each(|b| *b = false);
+        self.inflight.clear();
+        self.wire.clear();
+        self.last_recv = now;
+        self.last_book.iter_mut().for_each(|t| *t = now);
+        self.runner.strategy_mut().record(Entry::Link { at: now, link: Link::Connected });
+        match self.config.credentials.clone() {
+            Some(credentials) => {
+                let id = self.inflight.issue(Pending::Auth);
+                let send_secret = self.config.send_secret;
+                let secret = Secret::new(credentials.client_secret.expose());
+                let timestamp_ms = (self.clock.utc().0 / 1_000_000).max(0) as u64;
+                let mut rng = SplitMix64::seeded(self.clock.raw().0);
+                let nonce = format!("{:016x}", rng.next_u64());
+                self.request(Class::NonMatching, |out| {
+                    if send_secret {
+                        requests::auth_client_credentials(out, id, &credentials.client_id, &secret);
+                    } else {
+                        requests::auth_client_signature(
+                            out,
+                            id,
+                            &credentials.client_id,
+                            &secret,
+                            timestamp_ms,
+                            &nonce,
+                            "",
+                        );
+                    }
+                });
+            }
+            None => self.after_auth(now),
+        }
+    }
+
+    /// The connection is gone: orders in flight become unknown, trading pauses.
+    pub(super) fn on_disconnect(&mut self) {
+        let now = self.now();
+        self.sync.connected = false;
+        self.sync.authenticated = false;
+        self.inflight.clear();
+        self.wire.clear();
+        if self.sync.phase == Phase::Live {
+            self.sync.phase = Phase::Syncing;
+        }
+        self.runner.set_paused(true);
+        self.runner.on_disconnect(&self.books, now, &mut self.outbox);
+        // Cancels the strategy asked for meanwhile wait for the next connection; nothing
+        // else can go out while paused.
+        let queued: Vec<Action> = self.outbox.drain().filter(Action::is_cancel).collect();
+        for action in queued {
+            self.defer(action);
+        }
+        self.runner.strategy_mut().record(Entry::Link { at: now, link: Link::Disconnected });
+    }
+
+    fn after_auth(&mut self, now: Mono) {
+        if let Phase::Stopping(_) = self.sync.phase {
+            // Reconnected while stopping: go straight back to cancelling.
+            self.stop_step_cancel(now);
+            return;
+        }
+        let interval = self.config.heartbeat_s.max(10);
+        let id = self.inflight.issue(Pending::Heartbeat);
+        self.request(Class::NonMatching, |out| requests::set_heartbeat(out, id, interval));
+        if self.sync.authenticated {
+            if self.config.cancel_on_disconnect {
+                let id = self.inflight.issue(Pending::CancelOnDisconnect);
+                self.request(Class::NonMatching, |out| {
+                    requests::enable_cancel_on_disconnect(out, id, CancelScope::Connection);
+                });
+            }
+            let currency = self.currency(InstrumentId(0)).to_owned();
+            let id = self.inflight.issue(Pending::AccountSummary);
+            self.request(Class::NonMatching, |out| {
+                encode_request(out, id, "private/get_account_summary", |p| {
+                    p.str("currency", &currency).bool("extended", true);
+                });
+            });
+        }
+        let scope = self.scope();
+        let channels: Vec<String> =
+            self.instruments.book_channels.iter().chain(&self.instruments.private_channels).cloned().collect();
+        let id = self.inflight.issue(Pending::Subscribe);
+        self.request(Class::Subscribe, |out| requests::subscribe(out, id, scope, channels.iter().map(String::as_str)));
+    }
+
+    /// The currency Deribit files an instrument's orders under.
+    fn currency(&self, instrument: InstrumentId) -> &str {
+        let spec = self.instruments.spec(instrument);
+        if spec.base_currency.is_empty() { "BTC" } else { &spec.base_currency }
+    }
+
+    pub(super) fn on_control_result(&mut self, pending: Pending, result: &[u8], now: Mono) {
+        match pending {
+            Pending::Auth => {
+                self.sync.authenticated = true;
+                self.after_auth(now);
+            }
+            Pending::AccountSummary => {
+                if let Some(limits) = account_limits(result) {
+                    self.credits = Credits::client(limits, now.0);
+                }
+            }
+            Pending::Subscribe => {
+                let confirmed: Vec<String> = serde_json::from_slice(result).unwrap_or_default();
+                let missing: Vec<&String> = self
+                    .instruments
+                    .book_channels
+                    .iter()
+                    .chain(&self.instruments.private_channels)
+                    .filter(|c| !confirmed.contains(c))
+                    .collect();
+                if !missing.is_empty() {
+                    self.fatal = Some(LiveError::Refused {
+                        what: "the subscriptions",
+                        code: 0,
+                        message: format!("not confirmed: {missing:?}"),
+                    });
+                    return;
+                }
+                self.sync.subscribed = true;
+                if self.sync.authenticated {
+                    self.start_reconcile(now);
+                } else {
+                    self.sync.reconciled = true;
+                }
+                self.maybe_live(now);
+            }
+            Pending::Resubscribe(_) | Pending::Unsubscribe | Pending::Heartbeat | Pending::CancelOnDisconnect => {}
+            Pending::Test => {}
+            Pending::OrderByLabel(_) => {
+                self.apply_orders(result, now);
+                self.reconcile_progress(now);
+            }
+            Pending::UserTrades(instrument) => {
+                if self.apply_trades_result(result, now) {
+                    self.request_trades(instrument);
+                }
+                self.reconcile_progress(now);
+            }
+            Pending::OpenOrders(_) => {
+                let Core { instruments, recon, stats, .. } = self;
+                let decoded = ticktrade_deribit_proto::report::for_each_order(result, |order, _| {
+                    recon.venue_open += 1;
+                    match order_report(&order, instruments) {
+                        Ok(report) => recon.open.push(report),
+                        Err(_) => stats.dropped_reports += 1,
+                    }
+                });
+                if decoded.is_err() {
+                    self.malformed("open orders");
+                }
+                self.reconcile_progress(now);
+            }
+            Pending::Position(instrument) => {
+                match position_of(result).and_then(|(size, avg)| {
+                    position_lots(self.instruments.spec(instrument), size).ok().map(|lots| (lots, avg))
+                }) {
+                    Some((lots, avg)) => self.recon.positions.push((instrument, lots, avg)),
+                    None => self.malformed("position"),
+                }
+                self.reconcile_progress(now);
+            }
+            Pending::Flatten(_) => {
+                self.apply_result_trades_and_order(result, now);
+                self.reconcile_progress(now);
+            }
+            Pending::Place(_) | Pending::Edit(_) | Pending::Cancel(_) | Pending::CancelAll => {}
+        }
+    }
+
+    pub(super) fn on_control_error(&mut self, pending: Option<Pending>, code: i64, message: &str, now: Mono) {
+        match pending {
+            Some(Pending::Auth) => {
+                self.fatal = Some(LiveError::Auth { code, message: message.to_owned() });
+            }
+            Some(Pending::Subscribe) => {
+                self.fatal = Some(LiveError::Refused { what: "the subscriptions", code, message: message.to_owned() });
+            }
+            Some(Pending::CancelAll) => self.on_cancel_all_done(now),
+            Some(Pending::OrderByLabel(_) | Pending::UserTrades(_) | Pending::OpenOrders(_) | Pending::Position(_)) => {
+                // A query the venue refused (e.g. credits): the connection is reset and the
+                // reconciliation starts over on the next one.
+                tracing::warn!("reconciliation query refused: {code} {message}");
+                self.lost = Some("a reconciliation query was refused");
+            }
+            Some(Pending::Flatten(_)) => {
+                tracing::warn!("closing order refused: {code} {message}");
+                self.reconcile_progress(now);
+            }
+            _ => tracing::warn!("venue error {code}: {message}"),
+        }
+    }
+
+    /// A catch-up query's trades (`{"trades":[…],"has_more":…}`); only our labels are booked.
+    /// Returns `has_more`.
+    fn apply_trades_result(&mut self, result: &[u8], now: Mono) -> bool {
+        let Core { runner, instruments, books, outbox, stats, last_trade_seq, .. } = self;
+        let decoded = ticktrade_deribit_proto::report::decode_user_trades(result, |trade, _| {
+            book_fill(runner, instruments, books, outbox, stats, last_trade_seq, &trade, now, true);
+        });
+        match decoded {
+            Ok(has_more) => has_more,
+            Err(_) => {
+                self.malformed("user trades");
+                false
+            }
+        }
+    }
+
+    /// A closing order's result: its trades change the position.
+    fn apply_result_trades_and_order(&mut self, result: &[u8], now: Mono) {
+        let Core { runner, instruments, books, outbox, stats, last_trade_seq, .. } = self;
+        let decoded = ticktrade_deribit_proto::report::decode_order_result(result, |trade, _| {
+            book_fill(runner, instruments, books, outbox, stats, last_trade_seq, &trade, now, false);
+        });
+        if decoded.is_err() {
+            self.malformed("closing order result");
+        }
+    }
+
+    fn request_trades(&mut self, instrument: InstrumentId) {
+        let start = self.last_trade_seq[instrument.0 as usize].map(|s| s + 1);
+        let name = self.instruments.spec(instrument).name.clone();
+        let id = self.inflight.issue(Pending::UserTrades(instrument));
+        self.request(Class::NonMatching, |out| {
+            match start {
+                Some(seq) => requests::get_user_trades_by_instrument(out, id, &name, Some(seq), Some(1000), true),
+                // Never saw a trade here: the newest hundred (only our labels are booked).
+                None => requests::get_user_trades_by_instrument(out, id, &name, None, Some(100), false),
+            }
+        });
+    }
+
+    /// Step 1: the fate of orders a disconnect left unknown, and trades missed meanwhile.
+    fn start_reconcile(&mut self, now: Mono) {
+        self.recon.stage = 1;
+        let unknown: Vec<(Label, InstrumentId)> = self
+            .runner
+            .orders()
+            .live()
+            .filter(|o| o.status == OrderStatus::Unknown)
+            .map(|o| (o.label, o.instrument))
+            .collect();
+        for (label, instrument) in unknown {
+            let currency = self.currency(instrument).to_owned();
+            let id = self.inflight.issue(Pending::OrderByLabel(label));
+            let tag =
+                ticktrade_deribit_proto::order::Label::new(label.as_bytes()).map_or(OrderTag::None, OrderTag::Text);
+            self.request(Class::NonMatching, |out| requests::get_order_state_by_label(out, id, &currency, tag));
+        }
+        if self.sync.ever_live {
+            for i in 0..self.instruments.len() {
+                self.request_trades(InstrumentId(i as u32));
+            }
+        }
+        self.reconcile_progress(now);
+    }
+
+    /// Moves reconciliation (or the stop sequence) on once the current step's answers are in.
+    fn reconcile_progress(&mut self, now: Mono) {
+        let waiting = |p: &Pending| {
+            matches!(
+                p,
+                Pending::OrderByLabel(_)
+                    | Pending::UserTrades(_)
+                    | Pending::OpenOrders(_)
+                    | Pending::Position(_)
+                    | Pending::Flatten(_)
+            )
+        };
+        if self.inflight.any(waiting) {
+            return;
+        }
+        match self.sync.phase {
+            Phase::Stopping(StopStep::Verify) => return self.stop_verified(now),
+            Phase::Stopping(StopStep::Flatten) => return self.stop_flatten(now),
+            Phase::Stopping(StopStep::Cancel) | Phase::Done | Phase::Live => return,
+            Phase::Syncing => {}
+        }
+        match self.recon.stage {
+            1 => {
+                self.recon.stage = 2;
+                self.recon.open.clear();
+                self.recon.positions.clear();
+                self.query_open_orders_and_positions(true);
+            }
+            2 => {
+                self.recon.stage = 0;
+                let open = std::mem::take(&mut self.recon.open);
+                let positions = std::mem::take(&mut self.recon.positions);
+                self.runner.apply_snapshot(&open, &positions, &self.books, now, &mut self.outbox);
+                self.recon.open = open;
+                self.recon.positions = positions;
+                self.sync.reconciled = true;
+                self.maybe_live(now);
+            }
+            _ => {}
+        }
+    }
+
+    fn query_open_orders_and_positions(&mut self, positions: bool) {
+        self.recon.venue_open = 0;
+        for i in 0..self.instruments.len() {
+            let instrument = InstrumentId(i as u32);
+            let name = self.instruments.specs[i].name.clone();
+            let id = self.inflight.issue(Pending::OpenOrders(instrument));
+            self.request(Class::NonMatching, |out| requests::get_open_orders_by_instrument(out, id, &name));
+            if positions {
+                let id = self.inflight.issue(Pending::Position(instrument));
+                self.request(Class::NonMatching, |out| requests::get_position(out, id, &name));
+            }
+        }
+    }
+
+    /// Trading (re)starts when the books are resynced, the private subscriptions confirmed and
+    /// the orders reconciled.
+    pub(super) fn maybe_live(&mut self, now: Mono) {
+        let ready = self.sync.connected
+            && self.sync.subscribed
+            && self.sync.reconciled
+            && self.sync.books_ok.iter().all(|ok| *ok);
+        if self.sync.phase != Phase::Syncing || !ready {
+            return;
+        }
+        self.sync.phase = Phase::Live;
+        self.sync.ever_live = true;
+        self.runner.set_paused(false);
+        self.last_book.iter_mut().for_each(|t| *t = now);
+        self.runner.strategy_mut().record(Entry::Link { at: now, link: Link::Live });
+    }
+
+    /// The kill switch: nothing but cancels from now on; then the stop steps.
+    pub(super) fn begin_stop(&mut self, why: Blocked, now: Mono) {
+        self.recon.stop_why = Some(self.runner.risk().killed().unwrap_or(why));
+        self.recon.deadline = Some(Mono(now.0 + self.config.shutdown_timeout.as_nanos() as u64));
+        self.runner.strategy_mut().record(Entry::Kill { at: now, why: self.recon.stop_why.unwrap_or(why) });
+        self.runner.set_paused(true);
+        self.runner.kill(why, &mut self.outbox);
+        // The kill queued a cancel-all; the stop steps send their own.
+        self.outbox.clear();
+        self.deferred.clear();
+        self.sync.phase = Phase::Stopping(StopStep::Cancel);
+        if self.config.credentials.is_none() || self.config.dry_run {
+            self.sync.phase = Phase::Done;
+            return;
+        }
+        if self.sync.authenticated {
+            self.stop_step_cancel(now);
+        }
+    }
+
+    fn stop_step_cancel(&mut self, now: Mono) {
+        self.sync.phase = Phase::Stopping(StopStep::Cancel);
+        let action = Action::CancelAll { instrument: None };
+        // Stopping outranks pacing: a cancel-all is sent even if it overdraws the credits.
+        for _ in 0..self.instruments.len() {
+            let _ = self.credits.try_take(Class::Matching, now.0);
+        }
+        self.send_unpaced(action, now);
+    }
+
+    pub(super) fn on_cancel_all_done(&mut self, _now: Mono) {
+        if self.sync.phase != Phase::Stopping(StopStep::Cancel) || self.inflight.any(|p| *p == Pending::CancelAll) {
+            return;
+        }
+        self.sync.phase = Phase::Stopping(StopStep::Verify);
+        self.recon.open.clear();
+        self.query_open_orders_and_positions(false);
+    }
+
+    fn stop_verified(&mut self, now: Mono) {
+        if self.recon.venue_open > 0 {
+            // Something was placed or triggered meanwhile: cancel again.
+            self.stop_step_cancel(now);
+            return;
+        }
+        let open = std::mem::take(&mut self.recon.open);
+        self.runner.apply_snapshot(&open, &[], &self.books, now, &mut self.outbox);
+        self.recon.open = open;
+        self.outbox.clear();
+        if self.config.flatten {
+            self.sync.phase = Phase::Stopping(StopStep::Flatten);
+            self.recon.positions.clear();
+            self.query_positions();
+        } else {
+            self.sync.phase = Phase::Done;
+        }
+    }
+
+    fn query_positions(&mut self) {
+        for i in 0..self.instruments.len() {
+            let instrument = InstrumentId(i as u32);
+            let name = self.instruments.specs[i].name.clone();
+            let id = self.inflight.issue(Pending::Position(instrument));
+            self.request(Class::NonMatching, |out| requests::get_position(out, id, &name));
+        }
+    }
+
+    /// Positions are in: close what is open with reduce-only market orders, then look again.
+    fn stop_flatten(&mut self, now: Mono) {
+        let positions = std::mem::take(&mut self.recon.positions);
+        let open: Vec<(InstrumentId, i64)> =
+            positions.iter().filter(|(_, lots, _)| *lots != 0).map(|(i, lots, _)| (*i, *lots)).collect();
+        let snapshot: Vec<(InstrumentId, i64, Decimal)> = positions.clone();
+        self.recon.positions = positions;
+        self.runner.apply_snapshot(&[], &snapshot, &self.books, now, &mut self.outbox);
+        self.outbox.clear();
+        if open.is_empty() {
+            self.sync.phase = Phase::Done;
+            return;
+        }
+        for (instrument, lots) in open {
+            let side = closing_side(lots);
+            let qty = ticktrade_core::Qty::from_raw(lots.abs());
+            let id = self.inflight.issue(Pending::Flatten(instrument));
+            let order = WireOrder {
+                side,
+                kind: OrderKind::Market,
+                qty,
+                label: OrderTag::None,
+                time_in_force: TimeInForce::ImmediateOrCancel,
+                post_only: false,
+                reject_post_only: false,
+                reduce_only: true,
+            };
+            let _ = self.credits.try_take(Class::Matching, now.0);
+            let encoder = self.encoders[instrument.0 as usize].clone();
+            self.request(Class::Matching, |out| encoder.encode_order(out, id, &order));
+            self.runner.strategy_mut().record(Entry::Flatten { at: now, instrument, side, qty });
+        }
+        self.recon.positions.clear();
+        self.query_positions();
+    }
+
+    /// Gives up stopping at the deadline.
+    pub(super) fn stop_deadline(&mut self, now: Mono) {
+        if self.recon.deadline.is_some_and(|d| now >= d) {
+            self.sync.phase = Phase::Done;
+            self.recon.deadline = None;
+            self.recon.stage = u8::MAX;
+        }
+    }
+
+    pub(super) fn report(&mut self) -> LiveReport {
+        self.flush_journal();
+        let names: Vec<String> = self.instruments.specs.iter().map(|s| s.name.clone()).collect();
+        let orders = self.runner.orders();
+        let positions: Vec<(String, i64)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| (name.clone(), orders.position(InstrumentId(i as u32)).qty().raw()))
+            .collect();
+        let pnl = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let id = InstrumentId(i as u32);
+                let book = &self.books[i];
+                let mid = book.best_bid().zip(book.best_ask()).and_then(|(b, a)| {
+                    (b.price < a.price)
+                        .then(|| ticktrade_core::Price::from_raw(b.price.raw() + (a.price.raw() - b.price.raw()) / 2))
+                });
+                let value = orders
+                    .rule(id)
+                    .zip(mid)
+                    .and_then(|(rule, mid)| rule.to_decimal(rule.pnl(&orders.position(id), mid)));
+                (name.clone(), value)
+            })
+            .collect();
+        let incomplete = self.recon.stage == u8::MAX;
+        let exit = if incomplete {
+            Exit::Incomplete {
+                open_orders: self.recon.venue_open.max(orders.live().count()),
+                positions: positions.iter().filter(|(_, l)| *l != 0).cloned().collect(),
+            }
+        } else {
+            Exit::Clean
+        };
+        LiveReport { exit, stats: self.stats, positions, pnl, kill: self.recon.stop_why }
+    }
+}
+
+/// The account's matching-engine and non-matching limits from `get_account_summary`'s
+/// `limits` (`{"matching_engine":{"trading":{"total":{"rate":…,"burst":…}}},
+/// "non_matching_engine":{"rate":…,"burst":…}}`), as credit rules.
+pub(super) fn account_limits(result: &[u8]) -> Option<RateLimits> {
+    let value: serde_json::Value = serde_json::from_slice(result).ok()?;
+    let limits = value.get("limits")?;
+    let rule = |v: &serde_json::Value, base: Rule| -> Option<Rule> {
+        let rate = v.get("rate")?.as_u64()?;
+        let burst = v.get("burst")?.as_u64()?;
+        (rate > 0 && burst > 0).then(|| Rule {
+            cost: base.cost,
+            max: base.cost * burst,
+            refill_per_s: base.cost * rate,
+        })
+    };
+    let defaults = RateLimits::client_default();
+    let matching = limits
+        .get("matching_engine")
+        .and_then(|m| m.get("trading").and_then(|t| t.get("total")).or_else(|| m.get("total")))
+        .and_then(|v| rule(v, defaults.matching));
+    let non_matching = limits.get("non_matching_engine").and_then(|v| rule(v, defaults.non_matching));
+    Some(RateLimits {
+        matching: matching.unwrap_or(defaults.matching),
+        non_matching: non_matching.unwrap_or(defaults.non_matching),
+        subscribe: defaults.subscribe,
+    })
+}
+
+/// `get_position`'s `size` and `average_price`, exact.
+fn position_of(result: &[u8]) -> Option<(Decimal, Decimal)> {
+    #[derive(serde::Deserialize)]
+    struct Position {
+        size: Num,
+        average_price: Num,
+    }
+    let p: Position = serde_json::from_slice(result).ok()?;
+    Some((p.size.0, p.average_price.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn account_limits_become_credit_rules() {
+        let result = br#"{"currency":"BTC","limits":{"limits_per_currency":false,"non_matching_engine":{"burst":100,"rate":20},"matching_engine":{"trading":{"total":{"burst":50,"rate":20}},"cancel_all":{"burst":50,"rate":20}}}}"#;
+        let limits = account_limits(result).unwrap();
+        assert_eq!(limits.matching, Rule::MATCHING_TIER_2);
+        assert_eq!(limits.non_matching, Rule::NON_MATCHING);
+        assert_eq!(account_limits(br#"{"currency":"BTC"}"#), None);
+    }
+
+    #[test]
+    fn positions_are_read_exactly() {
+        let (size, avg) = position_of(br#"{"size":-30,"average_price":64250.5,"kind":"future"}"#).unwrap();
+        assert_eq!(size, Decimal::from_int(-30));
+        assert_eq!(avg, Decimal::parse("64250.5").unwrap());
+    }
+}

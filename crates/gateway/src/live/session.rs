@@ -1,0 +1,1054 @@
+//! `Session`: the live loop. One thread reads the connection, decodes, applies books, runs the
+//! strategy, encodes its actions and writes them, and does the session's housekeeping (timers,
+//! staleness, heartbeats, reconnection) between frames.
+//!
+//! Owns: the connection and its buffers, the books, decoders and encoders, the strategy's
+//! `Runner`, the request table and credits, the stage stamps of each book frame.
+//! Must not: allocate, log or format on the path from a frame's read (t0) to its order's write
+//! (t5); the journal entries of that path are pushed after t5.
+//!
+//! Stamps (as `hot::HotLoop`): t0 read returned, t1 decoded, t2 book applied, t3 strategy and
+//! risk checks done, t4 every action encoded and framed, t5 the write returned.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use ticktrade_book::L2Book;
+use ticktrade_book::l2::{ApplyError, LevelUpdate};
+use ticktrade_core::{Clock, Decimal, InstrumentId, InstrumentSpec, Mono};
+use ticktrade_deribit_proto::book_fast::FastBookDecoder;
+use ticktrade_deribit_proto::frame::{ChannelKind, Frame, scan_frame};
+use ticktrade_deribit_proto::order::{
+    Label as WireLabel, OrderEncoder, OrderKind, OrderRequest as WireOrder, OrderTag,
+};
+use ticktrade_deribit_proto::ratelimit::{Class, Credits, RateLimits};
+use ticktrade_deribit_proto::{BookKind, requests};
+use ticktrade_latency::{RawTicks, RingProducer, Stage, Stamps, TscClock};
+use ticktrade_net::frame::{Opcode, Role, WsError, WsReader, WsWriter};
+use ticktrade_net::hot::{ConnectError, HotOptions, HotStream};
+use ticktrade_strategy::order::Request;
+use ticktrade_strategy::{Action, Blocked, Label, Outbox, Reason, Runner, RunnerParts, Strategy, TimeInForce};
+
+use super::journal::{Entry, Journaled, Link, Status};
+use super::wire::{InFlight, Instruments, Pending, fill_report, order_report};
+use crate::venue::Credentials;
+
+/// How to run a session.
+#[derive(Clone, Debug)]
+pub struct LiveConfig {
+    /// `ws://` (loopback) or `wss://` endpoint.
+    pub url: String,
+    pub connect: HotOptions,
+    /// `None`: market data only (public books, nothing private, `--dry-run` without a key).
+    pub credentials: Option<Credentials>,
+    /// Send the secret itself (`client_credentials`) instead of an HMAC signature.
+    pub send_secret: bool,
+    /// `public/set_heartbeat` interval (Deribit's minimum is 10).
+    pub heartbeat_s: u32,
+    pub cancel_on_disconnect: bool,
+    /// A book with no update for this long is re-subscribed.
+    pub stale_after: Duration,
+    /// Run everything except writing the strategy's requests.
+    pub dry_run: bool,
+    /// Assumed until the account's own limits are read.
+    pub rate_limits: RateLimits,
+    /// The strategy's `on_timer` period.
+    pub timer: Duration,
+    /// Longest blocking read before housekeeping runs on a quiet connection.
+    pub poll: Duration,
+    pub reconnect_base: Duration,
+    pub reconnect_max: Duration,
+    /// How long stopping may take before the session gives up and reports what is left.
+    pub shutdown_timeout: Duration,
+    /// Close positions with reduce-only market orders when stopping.
+    pub flatten: bool,
+    /// Stop once this many orders were sent (benchmarks, tests).
+    pub stop_after_orders: Option<u64>,
+    /// Push a `Status` entry once a second (the status line).
+    pub status_every: Option<Duration>,
+}
+
+impl LiveConfig {
+    pub fn new(url: impl Into<String>) -> LiveConfig {
+        LiveConfig {
+            url: url.into(),
+            connect: HotOptions::default(),
+            credentials: None,
+            send_secret: false,
+            heartbeat_s: 10,
+            cancel_on_disconnect: true,
+            stale_after: Duration::from_secs(30),
+            dry_run: false,
+            rate_limits: RateLimits::client_default(),
+            timer: Duration::from_millis(100),
+            poll: Duration::from_millis(20),
+            reconnect_base: Duration::from_millis(100),
+            reconnect_max: Duration::from_secs(5),
+            shutdown_timeout: Duration::from_secs(10),
+            flatten: false,
+            stop_after_orders: None,
+            status_every: Some(Duration::from_secs(1)),
+        }
+    }
+}
+
+/// Why a session could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error("connecting to {url}: {source}")]
+    Connect {
+        url: String,
+        #[source]
+        source: ConnectError,
+    },
+    #[error("the venue refused the credentials: {code} {message}")]
+    Auth { code: i64, message: String },
+    #[error("the venue refused {what}: {code} {message}")]
+    Refused { what: &'static str, code: i64, message: String },
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// How a session ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Stopped on request; the venue lists no open order of the session's instruments (and,
+    /// with `flatten`, no position).
+    Clean,
+    /// Stopped, but the venue still listed open orders or positions at the deadline.
+    Incomplete { open_orders: usize, positions: Vec<(String, i64)> },
+}
+
+/// Counters of one session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LiveStats {
+    pub frames: u64,
+    pub book_frames: u64,
+    pub places: u64,
+    pub edits: u64,
+    pub cancels: u64,
+    pub results: u64,
+    pub rejects: u64,
+    pub notifications: u64,
+    pub connects: u64,
+    pub gaps: u64,
+    pub stale_books: u64,
+    pub malformed: u64,
+    /// Reports naming an instrument, label or state the session does not track.
+    pub dropped_reports: u64,
+    /// Places and edits refused locally because the venue's credits were spent.
+    pub rate_limited: u64,
+    pub test_requests: u64,
+    pub would_send: u64,
+}
+
+/// What a session did.
+#[derive(Clone, Debug)]
+pub struct LiveReport {
+    pub exit: Exit,
+    pub stats: LiveStats,
+    /// Final position of each instrument, in lots, by name.
+    pub positions: Vec<(String, i64)>,
+    /// Total PnL of each instrument at the last mid, in its PnL currency.
+    pub pnl: Vec<(String, Option<Decimal>)>,
+    pub kill: Option<Blocked>,
+}
+
+/// Asks a running session to stop (from a signal handler's thread, stdin, a test).
+#[derive(Clone, Debug, Default)]
+pub struct StopHandle(Arc<AtomicBool>);
+
+impl StopHandle {
+    pub fn stop(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// The flag itself, for `signal_hook::flag::register`.
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.0)
+    }
+}
+
+/// Where the session stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// Connected; authenticating, subscribing, resyncing and reconciling. Trading paused.
+    Syncing,
+    Live,
+    Stopping(StopStep),
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum StopStep {
+    /// Cancel-all sent; waiting for its answers.
+    Cancel,
+    /// Asking the venue for open orders.
+    Verify,
+    /// Asking for positions and closing them.
+    Flatten,
+}
+
+/// What must hold before trading (re)starts.
+#[derive(Clone, Debug)]
+pub(super) struct SyncState {
+    pub phase: Phase,
+    pub connected: bool,
+    pub authenticated: bool,
+    pub books_ok: Vec<bool>,
+    /// A re-subscription is in flight (do not send another on every change frame).
+    pub resyncing: Vec<bool>,
+    pub subscribed: bool,
+    pub reconciled: bool,
+    /// The session has been live once (a later sync is a reconnect).
+    pub ever_live: bool,
+}
+
+/// Buffers of reconciliation and shutdown, sized at start.
+#[derive(Clone, Debug)]
+pub(super) struct Recon {
+    pub open: Vec<ticktrade_strategy::OrderReport>,
+    pub positions: Vec<(InstrumentId, i64, Decimal)>,
+    /// Open orders the venue listed in the last shutdown check (any label).
+    pub venue_open: usize,
+    pub stage: u8,
+    pub deadline: Option<Mono>,
+    pub stop_why: Option<Blocked>,
+}
+
+/// The session minus its connection, so a frame borrowed from the reader can be handled.
+pub(super) struct Core<S: Strategy> {
+    pub config: LiveConfig,
+    pub instruments: Instruments,
+    pub runner: Runner<Journaled<S>>,
+    pub books: Vec<L2Book>,
+    decoders: Vec<FastBookDecoder>,
+    pub encoders: Vec<OrderEncoder>,
+    updates: Vec<LevelUpdate>,
+    pub outbox: Outbox,
+    pub inflight: InFlight,
+    pub credits: Credits,
+    writer: WsWriter,
+    /// Frames to write at the end of this turn of the loop.
+    pub wire: Vec<u8>,
+    pub clock: TscClock,
+    pub sync: SyncState,
+    /// Cancels that wait for credits or for the connection.
+    pub deferred: VecDeque<Action>,
+    deferred_cap: usize,
+    pub last_book: Vec<Mono>,
+    pub last_recv: Mono,
+    pub stats: LiveStats,
+    stamps: Option<RingProducer<Stamps>>,
+    /// Journal entries of the timed path, pushed after t5.
+    pending_journal: Vec<Entry>,
+    pub stop: StopHandle,
+    pub recon: Recon,
+    pub last_trade_seq: Vec<Option<u64>>,
+    next_timer: Mono,
+    next_status: Mono,
+    /// A (TSC, Unix ns) pair for the wall-clock time of t0.
+    anchor: (Mono, i64),
+    pub fatal: Option<LiveError>,
+    /// Set when housekeeping finds the connection dead (silent too long).
+    pub lost: Option<&'static str>,
+}
+
+struct Conn {
+    stream: HotStream,
+    reader: WsReader,
+    t0: RawTicks,
+}
+
+/// A live session for one strategy.
+pub struct Session<S: Strategy> {
+    core: Core<S>,
+    conn: Option<Conn>,
+}
+
+/// A notification in Deribit's usual key order on a book channel starts with this.
+const BOOK_PREFIX: &[u8] = br#"{"jsonrpc":"2.0","method":"subscription","params":{"channel":"book."#;
+
+impl<S: Strategy> Session<S> {
+    /// A session trading `parts.specs` (ids `0..n`) with `strategy`. `journal` receives every
+    /// order event; `stamps` the stage times of every book frame.
+    pub fn new(
+        config: LiveConfig,
+        strategy: S,
+        parts: RunnerParts,
+        outbox_capacity: usize,
+        journal: Option<RingProducer<Entry>>,
+        stamps: Option<RingProducer<Stamps>>,
+        stop: StopHandle,
+    ) -> Session<S> {
+        let specs: Vec<InstrumentSpec> = parts.specs.clone();
+        let n = specs.len();
+        let slots = parts.orders.capacity();
+        let instruments = Instruments::new(specs, config.credentials.is_some());
+        let clock = TscClock::new();
+        let now = clock.to_mono(clock.raw());
+        let anchor = (clock.mono(), clock.utc().0);
+        let credits = Credits::client(config.rate_limits, now.0);
+        let core = Core {
+            decoders: instruments.specs.iter().map(FastBookDecoder::new).collect(),
+            encoders: instruments.specs.iter().map(OrderEncoder::new).collect(),
+            books: (0..n).map(|_| L2Book::new()).collect(),
+            updates: Vec::with_capacity(4096),
+            runner: Runner::new(Journaled::new(strategy, journal), parts),
+            outbox: Outbox::with_capacity(outbox_capacity),
+            inflight: InFlight::new(4096),
+            credits,
+            writer: WsWriter::new(Role::Client, 4096, 0x9E37_79B9),
+            wire: Vec::with_capacity(16 * 1024),
+            clock,
+            sync: SyncState {
+                phase: Phase::Syncing,
+                connected: false,
+                authenticated: false,
+                books_ok: vec![false; n],
+                resyncing: vec![false; n],
+                subscribed: false,
+                reconciled: false,
+                ever_live: false,
+            },
+            deferred: VecDeque::with_capacity(slots + 16),
+            deferred_cap: slots + 16,
+            last_book: vec![now; n],
+            last_recv: now,
+            stats: LiveStats::default(),
+            stamps,
+            pending_journal: Vec::with_capacity(outbox_capacity.max(1) * 4),
+            stop,
+            recon: Recon {
+                open: Vec::with_capacity(slots),
+                positions: Vec::with_capacity(n),
+                venue_open: 0,
+                stage: 0,
+                deadline: None,
+                stop_why: None,
+            },
+            last_trade_seq: vec![None; n],
+            next_timer: now,
+            next_status: now,
+            anchor,
+            fatal: None,
+            lost: None,
+            instruments,
+            config,
+        };
+        Session { core, conn: None }
+    }
+
+    pub fn runner(&self) -> &Runner<Journaled<S>> {
+        &self.core.runner
+    }
+
+    pub fn stats(&self) -> LiveStats {
+        self.core.stats
+    }
+
+    pub fn books(&self) -> &[L2Book] {
+        &self.core.books
+    }
+
+    /// Runs until stopped (and the shutdown is done) or a fatal error. The first connection
+    /// must succeed within `config.connect.deadline`; later ones are retried with backoff.
+    pub fn run(&mut self) -> Result<LiveReport, LiveError> {
+        self.connect()?;
+        let mut backoff = ticktrade_net::Backoff::new(self.core.config.reconnect_base, self.core.config.reconnect_max);
+        loop {
+            if let Some(error) = self.core.fatal.take() {
+                return Err(error);
+            }
+            if self.core.sync.phase == Phase::Done {
+                break;
+            }
+            if self.conn.is_none() {
+                if self.core.sync.phase == Phase::Live {
+                    backoff.reset();
+                }
+                self.core.housekeeping(true);
+                if self.core.sync.phase == Phase::Done {
+                    break;
+                }
+                std::thread::sleep(backoff.next_delay());
+                if let Err(error) = self.connect() {
+                    tracing::warn!("reconnect to {} failed: {error}", self.core.config.url);
+                }
+                continue;
+            }
+            self.turn();
+            if self.core.sync.phase == Phase::Live {
+                backoff.reset();
+            }
+        }
+        if let Some(mut conn) = self.conn.take() {
+            let mut close = WsWriter::new(Role::Client, 64, 7);
+            close.frame_of(Opcode::Close, &[0x03, 0xE8]);
+            // The peer may already be gone; nothing is lost if this close does not arrive.
+            let _ = close.write_to(&mut conn.stream);
+        }
+        Ok(self.core.report())
+    }
+
+    /// One turn of the loop: read or handle one message, write what it caused, housekeeping.
+    #[inline]
+    fn turn(&mut self) {
+        let Some(conn) = self.conn.as_mut() else { return };
+        let core = &mut self.core;
+        let mut order_stamps = None;
+        let mut lost: Option<&'static str> = None;
+        match conn.reader.next_message() {
+            Ok(Some(message)) => match message.opcode {
+                Opcode::Text | Opcode::Binary => order_stamps = core.on_text(message.payload, conn.t0),
+                Opcode::Ping => {
+                    core.writer.frame_of(Opcode::Pong, message.payload);
+                    core.wire.extend_from_slice(core.writer.frame());
+                }
+                Opcode::Close => lost = Some("the venue closed the connection"),
+                Opcode::Pong | Opcode::Continuation => {}
+            },
+            Ok(None) => match conn.reader.fill(&mut conn.stream) {
+                Ok(_) => {
+                    conn.t0 = core.clock.raw();
+                    core.last_recv = core.clock.to_mono(conn.t0);
+                }
+                Err(WsError::Io(std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)) => {}
+                Err(WsError::Eof) => lost = Some("the venue closed the TCP connection"),
+                Err(_) => lost = Some("read error"),
+            },
+            Err(_) => lost = Some("WebSocket protocol error"),
+        }
+        if lost.is_none() && !core.wire.is_empty() {
+            let written = std::io::Write::write_all(&mut conn.stream, &core.wire);
+            core.wire.clear();
+            if written.is_err() {
+                lost = Some("write error");
+            }
+        }
+        if let Some(mut raw) = order_stamps {
+            if raw.t[4] != 0 {
+                raw.t[5] = core.clock.raw().0;
+            }
+            core.after_write(&raw);
+        }
+        if lost.is_none() {
+            core.housekeeping(false);
+            lost = core.lost.take();
+            if !core.wire.is_empty() {
+                let written = std::io::Write::write_all(&mut conn.stream, &core.wire);
+                core.wire.clear();
+                if written.is_err() {
+                    lost = Some("write error");
+                }
+            }
+        }
+        if let Some(why) = lost {
+            tracing::warn!("connection lost: {why}");
+            self.conn = None;
+            self.core.on_disconnect();
+        }
+    }
+
+    /// Connects, sets the read timeout, and starts the handshake.
+    fn connect(&mut self) -> Result<(), LiveError> {
+        let url = self.core.config.url.clone();
+        let (stream, reader) = ticktrade_net::hot::connect(&url, &self.core.config.connect)
+            .map_err(|source| LiveError::Connect { url: url.clone(), source })?;
+        stream
+            .tcp()
+            .set_read_timeout(Some(self.core.config.poll.max(Duration::from_millis(1))))
+            .map_err(|e| LiveError::Setup(format!("setting the read timeout: {e}")))?;
+        let t0 = self.core.clock.raw();
+        self.conn = Some(Conn { stream, reader, t0 });
+        self.core.stats.connects += 1;
+        self.core.on_connect();
+        if !self.core.wire.is_empty()
+            && let Some(conn) = self.conn.as_mut()
+        {
+            let written = std::io::Write::write_all(&mut conn.stream, &self.core.wire);
+            self.core.wire.clear();
+            if written.is_err() {
+                self.conn = None;
+                self.core.on_disconnect();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Raw TSC readings of one book frame's stages (0 = did not happen).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct RawStamps {
+    pub t: [u64; 6],
+    pub exch_ms: u64,
+}
+
+impl<S: Strategy> Core<S> {
+    #[inline]
+    pub fn now(&self) -> Mono {
+        self.clock.to_mono(self.clock.raw())
+    }
+
+    /// One text frame. Returns the stamps of a book frame.
+    #[inline]
+    fn on_text(&mut self, payload: &[u8], t0: RawTicks) -> Option<RawStamps> {
+        self.stats.frames += 1;
+        if let Some(instrument) = self.book_instrument(payload) {
+            return self.on_book(instrument, payload, t0);
+        }
+        self.on_other(payload, t0)
+    }
+
+    /// The instrument of a book notification in the usual key order, from its channel name.
+    #[inline]
+    fn book_instrument(&self, payload: &[u8]) -> Option<InstrumentId> {
+        let rest = payload.strip_prefix(BOOK_PREFIX)?;
+        let start = BOOK_PREFIX.len() - b"book.".len();
+        let len = rest.iter().position(|&b| b == b'"')? + b"book.".len();
+        let channel = std::str::from_utf8(&payload[start..start + len]).ok()?;
+        self.instruments.of_book_channel(channel)
+    }
+
+    /// Decode → apply → strategy → encode for one book frame.
+    #[inline]
+    fn on_book(&mut self, instrument: InstrumentId, payload: &[u8], t0: RawTicks) -> Option<RawStamps> {
+        let i = instrument.0 as usize;
+        self.stats.book_frames += 1;
+        let mut raw = RawStamps { t: [t0.0, 0, 0, 0, 0, 0], exch_ms: 0 };
+        let header = match self.decoders[i].decode(payload, &mut self.updates) {
+            Ok(header) => header,
+            Err(_) => {
+                self.malformed("book notification that does not decode");
+                return None;
+            }
+        };
+        raw.t[1] = self.clock.raw().0;
+        raw.exch_ms = header.timestamp_ms;
+        let applied = match (header.kind, header.prev_change_id) {
+            (BookKind::Change, Some(prev)) => self.books[i].apply_change(header.change_id, prev, &self.updates),
+            (BookKind::Change, None) => Err(ApplyError::Gap { expected_prev: 0, got_prev: 0 }),
+            (BookKind::Snapshot | BookKind::Window, _) => {
+                self.books[i].apply_snapshot(header.change_id, &self.updates);
+                Ok(())
+            }
+        };
+        raw.t[2] = self.clock.raw().0;
+        let now = self.clock.to_mono(RawTicks(raw.t[2]));
+        if applied.is_err() {
+            self.book_stale(instrument, now, false);
+            return None;
+        }
+        self.last_book[i] = now;
+        if !self.sync.books_ok[i] {
+            self.sync.books_ok[i] = true;
+            self.sync.resyncing[i] = false;
+            self.maybe_live(now);
+        }
+        if self.sync.phase != Phase::Live {
+            return Some(raw);
+        }
+        self.runner.on_book(instrument, &self.books, now, &mut self.outbox);
+        raw.t[3] = self.clock.raw().0;
+        if self.outbox.is_empty() {
+            return Some(raw);
+        }
+        self.send_actions(now);
+        if !self.wire.is_empty() {
+            raw.t[4] = self.clock.raw().0;
+        }
+        Some(raw)
+    }
+
+    /// After t5: stamps to the recorder, journal entries of the timed path.
+    fn after_write(&mut self, raw: &RawStamps) {
+        if let Some(ring) = self.stamps.as_mut() {
+            let at = |t: u64| self.clock.to_mono(RawTicks(t));
+            let t0 = at(raw.t[0]);
+            let utc = self.anchor.1.saturating_add(t0.0 as i64 - self.anchor.0.0 as i64);
+            let mut stamps = Stamps::received(t0, ticktrade_core::Utc(utc));
+            for (stage, &t) in Stage::ALL.iter().zip(&raw.t).skip(1) {
+                if t != 0 {
+                    stamps.set(*stage, at(t));
+                }
+            }
+            if raw.exch_ms != 0 {
+                stamps.exch_utc = ticktrade_core::Utc((raw.exch_ms as i64).saturating_mul(1_000_000));
+            }
+            ring.push(stamps);
+        }
+        self.flush_journal();
+    }
+
+    pub fn flush_journal(&mut self) {
+        for entry in self.pending_journal.drain(..) {
+            self.runner.strategy_mut().record(entry);
+        }
+    }
+
+    /// Everything that is not a book notification in the usual layout.
+    #[cold]
+    fn on_other(&mut self, payload: &[u8], t0: RawTicks) -> Option<RawStamps> {
+        let frame = match scan_frame(payload) {
+            Ok(frame) => frame,
+            Err(_) => {
+                self.malformed("frame that is not JSON-RPC");
+                return None;
+            }
+        };
+        let now = self.now();
+        match frame {
+            Frame::Notification { kind: ChannelKind::Book, channel, .. } => {
+                let instrument = self.instruments.of_book_channel(channel)?;
+                return self.on_book(instrument, payload, t0);
+            }
+            Frame::Notification { kind, data, .. } => {
+                self.stats.notifications += 1;
+                match kind {
+                    ChannelKind::UserOrders => self.apply_orders(data, now),
+                    ChannelKind::UserTrades => self.apply_trades(data, now, false),
+                    _ => {}
+                }
+            }
+            Frame::Heartbeat(ticktrade_deribit_proto::envelope::Heartbeat::TestRequest) => {
+                self.stats.test_requests += 1;
+                let id = self.inflight.issue(Pending::Test);
+                self.request(Class::NonMatching, |out| requests::test(out, id));
+            }
+            Frame::Heartbeat(_) => {}
+            Frame::Result { id, result } => {
+                self.stats.results += 1;
+                let pending = id.and_then(|id| self.inflight.take(id))?;
+                self.on_result(pending, result, now);
+            }
+            Frame::Error { id, error } => {
+                let pending = id.and_then(|id| self.inflight.take(id));
+                if error.code == 10028 {
+                    // The venue counts differently from us: wait for a full refill.
+                    self.credits.drain(now.0);
+                }
+                self.on_error(pending, error.code, error.message, now);
+            }
+        }
+        if !self.outbox.is_empty() {
+            self.send_actions(now);
+        }
+        self.flush_journal();
+        None
+    }
+
+    fn on_result(&mut self, pending: Pending, result: &[u8], now: Mono) {
+        match pending {
+            Pending::Place(_) | Pending::Edit(_) => {
+                let mut trades = 0usize;
+                let decoded = ticktrade_deribit_proto::report::decode_order_result(result, |_, _| trades += 1);
+                match decoded {
+                    Ok((order, _)) => self.apply_order(&order, now),
+                    Err(_) => self.malformed("order result"),
+                }
+                if trades > 0 {
+                    self.apply_result_trades(result, now);
+                }
+            }
+            Pending::Cancel(_) => self.apply_orders(result, now),
+            Pending::CancelAll => self.on_cancel_all_done(now),
+            other => self.on_control_result(other, result, now),
+        }
+    }
+
+    fn on_error(&mut self, pending: Option<Pending>, code: i64, message: &str, now: Mono) {
+        let reason = Reason::new(i32::try_from(code).unwrap_or(i32::MIN), message);
+        match pending {
+            Some(Pending::Place(label)) => self.reject(&label, Request::Place, reason, now),
+            Some(Pending::Edit(label)) => self.reject(&label, Request::Edit, reason, now),
+            Some(Pending::Cancel(label)) => self.reject(&label, Request::Cancel, reason, now),
+            other => self.on_control_error(other, code, message, now),
+        }
+    }
+
+    pub fn reject(&mut self, label: &Label, request: Request, reason: Reason, now: Mono) {
+        self.stats.rejects += 1;
+        self.runner.on_reject(label, request, reason, &self.books, now, &mut self.outbox);
+    }
+
+    /// An order object or an array of them (notifications, cancel results, queries).
+    pub fn apply_orders(&mut self, json: &[u8], now: Mono) {
+        let Core { runner, instruments, books, outbox, stats, .. } = self;
+        let decoded =
+            ticktrade_deribit_proto::report::for_each_order(json, |order, _| match order_report(&order, instruments) {
+                Ok(report) => runner.on_report(&report, books, now, outbox),
+                Err(_) => stats.dropped_reports += 1,
+            });
+        if decoded.is_err() {
+            self.malformed("order report");
+        }
+    }
+
+    fn apply_order(&mut self, order: &ticktrade_deribit_proto::report::OrderReport<'_>, now: Mono) {
+        match order_report(order, &self.instruments) {
+            Ok(report) => self.runner.on_report(&report, &self.books, now, &mut self.outbox),
+            Err(_) => self.stats.dropped_reports += 1,
+        }
+    }
+
+    /// The trades of an order result (`{"order":…,"trades":[…]}`).
+    fn apply_result_trades(&mut self, result: &[u8], now: Mono) {
+        let Core { runner, instruments, books, outbox, stats, last_trade_seq, .. } = self;
+        let _ = ticktrade_deribit_proto::report::decode_order_result(result, |trade, _| {
+            book_fill(runner, instruments, books, outbox, stats, last_trade_seq, &trade, now, false);
+        });
+    }
+
+    /// A trade array or object (`user.trades` notifications). With `known_only`, trades of
+    /// labels this session does not know are skipped (a catch-up query that may reach back
+    /// before this run).
+    pub fn apply_trades(&mut self, json: &[u8], now: Mono, known_only: bool) {
+        let Core { runner, instruments, books, outbox, stats, last_trade_seq, .. } = self;
+        let decoded = ticktrade_deribit_proto::report::for_each_trade(json, |trade, _| {
+            book_fill(runner, instruments, books, outbox, stats, last_trade_seq, &trade, now, known_only);
+        });
+        if decoded.is_err() {
+            self.malformed("trade report");
+        }
+    }
+
+    #[cold]
+    pub fn malformed(&mut self, what: &'static str) {
+        self.stats.malformed += 1;
+        let at = self.now();
+        self.pending_journal_push(Entry::Dropped { at, what });
+    }
+
+    fn pending_journal_push(&mut self, entry: Entry) {
+        if self.pending_journal.len() == self.pending_journal.capacity() {
+            self.flush_journal();
+        }
+        self.pending_journal.push(entry);
+    }
+
+    /// A book went stale (gap) or silent: pause and re-subscribe it.
+    #[cold]
+    pub fn book_stale(&mut self, instrument: InstrumentId, now: Mono, silent: bool) {
+        let i = instrument.0 as usize;
+        if silent {
+            self.stats.stale_books += 1;
+        } else {
+            self.stats.gaps += 1;
+        }
+        self.sync.books_ok[i] = false;
+        if self.sync.phase == Phase::Live {
+            self.sync.phase = Phase::Syncing;
+            self.runner.set_paused(true);
+            self.pending_journal_push(Entry::Link { at: now, link: Link::Paused });
+        }
+        if self.sync.resyncing[i] || !self.sync.connected {
+            return;
+        }
+        self.sync.resyncing[i] = true;
+        self.last_book[i] = now;
+        let scope = self.scope();
+        let unsubscribe_id = self.inflight.issue(Pending::Unsubscribe);
+        let subscribe_id = self.inflight.issue(Pending::Resubscribe(instrument));
+        let channel = self.instruments.book_channels[i].clone();
+        let method = match scope {
+            requests::Scope::Public => "public/unsubscribe",
+            requests::Scope::Private => "private/unsubscribe",
+        };
+        self.request(Class::Subscribe, |out| {
+            ticktrade_deribit_proto::envelope::encode_request(out, unsubscribe_id, method, |p| {
+                p.strs("channels", [channel.as_str()]);
+            });
+        });
+        self.request(Class::Subscribe, |out| requests::subscribe(out, subscribe_id, scope, [channel.as_str()]));
+    }
+
+    pub fn scope(&self) -> requests::Scope {
+        if self.sync.authenticated { requests::Scope::Private } else { requests::Scope::Public }
+    }
+
+    /// Encodes one request into the write batch, spending `class` credits (control requests
+    /// are few and never refused locally: the venue's non-matching pool is large).
+    pub fn request(&mut self, class: Class, encode: impl FnOnce(&mut Vec<u8>)) {
+        if !self.sync.connected {
+            return;
+        }
+        let _ = self.credits.try_take(class, self.now().0);
+        let buf = self.writer.begin();
+        encode(buf);
+        let frame = self.writer.finish(Opcode::Text);
+        self.wire.extend_from_slice(frame);
+    }
+
+    /// Sends the outbox, oldest first. Callbacks that run meanwhile (a local refusal) may
+    /// append to it; those are sent in the same turn.
+    #[inline]
+    pub fn send_actions(&mut self, now: Mono) {
+        let mut k = 0;
+        while k < self.outbox.len() {
+            let action = self.outbox.as_slice()[k];
+            k += 1;
+            self.send_action(action, now);
+        }
+        self.outbox.clear();
+    }
+
+    #[inline]
+    fn send_action(&mut self, action: Action, now: Mono) {
+        if self.config.dry_run {
+            self.stats.would_send += 1;
+            self.pending_journal_push(Entry::Sent { at: now, action, dry_run: true });
+            return;
+        }
+        if matches!(self.sync.phase, Phase::Done) {
+            return;
+        }
+        let class = Class::Matching;
+        let n_requests = match action {
+            Action::CancelAll { instrument: None } => self.instruments.len() as u64,
+            _ => 1,
+        };
+        if !self.sync.authenticated || self.credits_for(class, n_requests, now).is_err() {
+            match action {
+                Action::Place { label, .. } => {
+                    self.stats.rate_limited += 1;
+                    let reason = Reason::new(10028, "not sent: request credits spent");
+                    self.reject(&label, Request::Place, reason, now);
+                }
+                Action::Edit { label, .. } => {
+                    self.stats.rate_limited += 1;
+                    let reason = Reason::new(10028, "not sent: request credits spent");
+                    self.reject(&label, Request::Edit, reason, now);
+                }
+                Action::Cancel { .. } | Action::CancelAll { .. } => self.defer(action),
+            }
+            return;
+        }
+        self.encode_action(action);
+        self.pending_journal_push(Entry::Sent { at: now, action, dry_run: false });
+    }
+
+    fn credits_for(&mut self, class: Class, n: u64, now: Mono) -> Result<(), u64> {
+        for _ in 0..n {
+            self.credits.try_take(class, now.0)?;
+        }
+        Ok(())
+    }
+
+    /// A cancel that cannot go out now waits, in order. The queue holds one entry per order
+    /// slot; beyond that, a cancel-all replaces everything queued (it covers them all).
+    pub fn defer(&mut self, action: Action) {
+        if self.deferred.len() >= self.deferred_cap {
+            self.deferred.clear();
+            self.deferred.push_back(Action::CancelAll { instrument: None });
+            return;
+        }
+        self.deferred.push_back(action);
+    }
+
+    /// Sends `action` without spending credits (the stop sequence).
+    pub(super) fn send_unpaced(&mut self, action: Action, now: Mono) {
+        if !self.sync.connected {
+            return;
+        }
+        self.encode_action(action);
+        self.pending_journal_push(Entry::Sent { at: now, action, dry_run: false });
+    }
+
+    /// Encodes a request for `action` (credits already spent).
+    #[inline]
+    fn encode_action(&mut self, action: Action) {
+        match action {
+            Action::Place { label, order } => {
+                self.stats.places += 1;
+                let id = self.inflight.issue(Pending::Place(label));
+                let tag = wire_tag(&label);
+                let wire = WireOrder {
+                    side: order.side,
+                    kind: OrderKind::Limit(order.price),
+                    qty: order.qty,
+                    label: tag,
+                    time_in_force: match order.time_in_force {
+                        TimeInForce::GoodTilCancelled => ticktrade_deribit_proto::order::TimeInForce::GoodTilCancelled,
+                        TimeInForce::ImmediateOrCancel => {
+                            ticktrade_deribit_proto::order::TimeInForce::ImmediateOrCancel
+                        }
+                        TimeInForce::FillOrKill => ticktrade_deribit_proto::order::TimeInForce::FillOrKill,
+                    },
+                    post_only: order.post_only,
+                    // The strategy chose the price: a post-only order that would cross is
+                    // refused rather than moved.
+                    reject_post_only: order.post_only,
+                    reduce_only: order.reduce_only,
+                };
+                let encoder = &self.encoders[order.instrument.0 as usize];
+                encoder.encode_order(self.writer.begin(), id, &wire);
+            }
+            Action::Edit { label, instrument, price, qty, .. } => {
+                self.stats.edits += 1;
+                let id = self.inflight.issue(Pending::Edit(label));
+                let encoder = &self.encoders[instrument.0 as usize];
+                encoder.encode_edit_by_label(self.writer.begin(), id, wire_tag(&label), qty, price, false);
+            }
+            Action::Cancel { label, instrument, venue_id } => {
+                self.stats.cancels += 1;
+                let id = self.inflight.issue(Pending::Cancel(label));
+                let out = self.writer.begin();
+                if venue_id.is_empty() {
+                    let currency = &self.instruments.spec(instrument).base_currency;
+                    let currency = (!currency.is_empty()).then_some(currency.as_str());
+                    requests::cancel_by_label(out, id, wire_tag(&label), currency);
+                } else {
+                    requests::cancel(out, id, venue_id.as_str());
+                }
+            }
+            Action::CancelAll { instrument } => {
+                self.stats.cancels += 1;
+                let range = match instrument {
+                    Some(i) => i.0 as usize..i.0 as usize + 1,
+                    None => 0..self.instruments.len(),
+                };
+                for i in range {
+                    let id = self.inflight.issue(Pending::CancelAll);
+                    let name = &self.instruments.specs[i].name;
+                    requests::cancel_all_by_instrument(self.writer.begin(), id, name);
+                    let frame = self.writer.finish(Opcode::Text);
+                    self.wire.extend_from_slice(frame);
+                }
+                return;
+            }
+        }
+        let frame = self.writer.finish(Opcode::Text);
+        self.wire.extend_from_slice(frame);
+    }
+
+    /// Between frames: stop requests, deferred cancels, staleness, silence, timer, status.
+    pub fn housekeeping(&mut self, disconnected: bool) {
+        let now = self.now();
+        if self.stop.is_stopped() && !matches!(self.sync.phase, Phase::Stopping(_) | Phase::Done) {
+            self.begin_stop(Blocked::Killed, now);
+        }
+        if let Some(why) = self.runner.risk().killed()
+            && !matches!(self.sync.phase, Phase::Stopping(_) | Phase::Done)
+        {
+            self.begin_stop(why, now);
+        }
+        if self.config.stop_after_orders.is_some_and(|n| self.stats.places >= n)
+            && !matches!(self.sync.phase, Phase::Stopping(_) | Phase::Done)
+        {
+            self.begin_stop(Blocked::Killed, now);
+        }
+        if let Phase::Stopping(_) = self.sync.phase {
+            self.stop_deadline(now);
+        }
+        if disconnected {
+            self.flush_journal();
+            return;
+        }
+        while self.sync.authenticated && !self.config.dry_run {
+            let Some(action) = self.deferred.front().copied() else { break };
+            let n = match action {
+                Action::CancelAll { instrument: None } => self.instruments.len() as u64,
+                _ => 1,
+            };
+            if self.credits_for(Class::Matching, n, now).is_err() {
+                break;
+            }
+            self.deferred.pop_front();
+            self.encode_action(action);
+            self.pending_journal_push(Entry::Sent { at: now, action, dry_run: false });
+        }
+        let silence = Duration::from_secs(u64::from(self.config.heartbeat_s) * 2 + 5);
+        if now.since(self.last_recv) > silence.as_nanos() as u64 {
+            self.fatal_link("no frame and no heartbeat for too long");
+            return;
+        }
+        if self.sync.phase == Phase::Live {
+            let stale = self.config.stale_after.as_nanos() as u64;
+            for i in 0..self.instruments.len() {
+                if now.since(self.last_book[i]) > stale {
+                    self.book_stale(InstrumentId(i as u32), now, true);
+                }
+            }
+        }
+        if now >= self.next_timer {
+            self.next_timer = Mono(now.0 + self.config.timer.as_nanos() as u64);
+            if self.sync.phase == Phase::Live {
+                self.runner.on_timer(&self.books, now, &mut self.outbox);
+            }
+        }
+        if !self.outbox.is_empty() {
+            self.send_actions(now);
+        }
+        if let Some(every) = self.config.status_every
+            && now >= self.next_status
+        {
+            self.next_status = Mono(now.0 + every.as_nanos() as u64);
+            let status = self.status(now);
+            self.pending_journal_push(Entry::Status(status));
+        }
+        self.flush_journal();
+    }
+
+    /// Treats the connection as lost: the loop drops it and reconnects.
+    fn fatal_link(&mut self, why: &'static str) {
+        self.last_recv = self.now();
+        self.lost = Some(why);
+    }
+
+    fn status(&self, now: Mono) -> Status {
+        let id = InstrumentId(0);
+        let orders = self.runner.orders();
+        let position = orders.position(id);
+        let mid = self.books.first().and_then(|b| {
+            let (bid, ask) = (b.best_bid()?.price, b.best_ask()?.price);
+            (bid < ask).then(|| ticktrade_core::Price::from_raw(bid.raw() + (ask.raw() - bid.raw()) / 2))
+        });
+        let pnl = orders.rule(id).zip(mid).and_then(|(rule, mid)| rule.to_decimal(rule.pnl(&position, mid)));
+        Status {
+            at: now,
+            position: position.qty().raw(),
+            pnl,
+            open_orders: orders.live().count() as u32,
+            orders_sent: self.stats.places,
+            fills: self.runner.strategy().fills,
+            live: self.sync.phase == Phase::Live,
+        }
+    }
+}
+
+/// Books one trade of ours; keeps the highest `trade_seq` seen per instrument.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn book_fill<S: Strategy>(
+    runner: &mut Runner<Journaled<S>>,
+    instruments: &Instruments,
+    books: &[L2Book],
+    outbox: &mut Outbox,
+    stats: &mut LiveStats,
+    last_trade_seq: &mut [Option<u64>],
+    trade: &ticktrade_deribit_proto::report::TradeReport<'_>,
+    now: Mono,
+    known_only: bool,
+) {
+    match fill_report(trade, instruments) {
+        Ok(fill) => {
+            let seq = &mut last_trade_seq[fill.instrument.0 as usize];
+            *seq = Some(seq.map_or(trade.trade_seq, |s| s.max(trade.trade_seq)));
+            if known_only && runner.orders().get(&fill.label).is_none() {
+                return;
+            }
+            runner.on_fill(&fill, books, now, outbox);
+        }
+        Err(_) => stats.dropped_reports += 1,
+    }
+}
+
+fn wire_tag(label: &Label) -> OrderTag<'_> {
+    // Labels come from `LabelGen` (ASCII, at most 32 bytes), so this never falls back.
+    WireLabel::new(label.as_bytes()).map_or(OrderTag::None, OrderTag::Text)
+}
