@@ -135,6 +135,12 @@ async fn session(args: Args) -> anyhow::Result<ExitCode> {
     options.request_timeout = Duration::from_secs(10);
     options.send_secret = args.client_credentials;
     let venue = venues::open(options);
+    // Say at once where we go: a venue that cannot be reached takes up to the timeout to fail.
+    if !std::io::stdin().is_terminal() || args.json {
+        eprintln!("connecting to {url} …");
+    } else {
+        println!("connecting to {url} …");
+    }
     venue.connect().await.with_context(|| format!("connecting to {url}"))?;
     let mut shell = Shell::new(venue);
     // Completion and local validation want the instrument list; trading works without it.

@@ -150,3 +150,18 @@ async fn a_config_file_readable_by_others_is_refused() {
     assert!(run.stderr.contains("readable by other users"), "{}", run.stderr);
     assert!(!run.stderr.contains("y-secret-5521"));
 }
+
+/// A venue nobody listens on: `trade` says where it connects at once and fails within the
+/// 10 s connect budget, with the reason.
+#[tokio::test]
+async fn an_unreachable_venue_fails_within_the_connect_budget_with_the_reason() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("ws://{}/ws/api/v2", listener.local_addr().unwrap());
+    drop(listener);
+    let started = std::time::Instant::now();
+    let run = ticktrade(&["trade", "--url", &url], &[], "time\n").await;
+    assert!(!run.status.success(), "{}", run.stdout);
+    assert!(run.stderr.contains(&format!("connecting to {url}")), "{}", run.stderr);
+    assert!(run.stderr.to_lowercase().contains("refused"), "{}", run.stderr);
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+}

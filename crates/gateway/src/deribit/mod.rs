@@ -214,7 +214,8 @@ impl Venue for Deribit {
         }
         self.inner.closed.store(false, Ordering::Relaxed);
         tokio::spawn(session::supervise(self.inner.clone()));
-        self.inner.wait_ready(self.inner.config.request_timeout * 3).await
+        // One request timeout (10 s by default): a venue that cannot be reached fails within it.
+        self.inner.wait_ready(self.inner.config.request_timeout).await
     }
 
     async fn authenticate(&self) -> Result<(), VenueError> {

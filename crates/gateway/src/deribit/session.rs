@@ -134,7 +134,12 @@ impl Inner {
                 .ok()
                 .and_then(|e| e.clone())
                 .unwrap_or_else(|| VenueError::Disconnected("session closed".into()))),
-            Err(_) => Err(VenueError::Disconnected(format!("not connected after {} ms", timeout.as_millis()))),
+            Err(_) => {
+                // Say why the attempts so far failed (DNS, refused, TLS…), not only that they did.
+                let last = self.last_error.lock().ok().and_then(|e| e.clone());
+                let why = last.map_or_else(|| "no answer".to_owned(), |e| e.to_string());
+                Err(VenueError::Disconnected(format!("not connected after {} ms: {why}", timeout.as_millis())))
+            }
         }
     }
 

@@ -307,6 +307,7 @@ impl<S: Strategy> Core<S> {
         }
         match self.sync.phase {
             Phase::Stopping(StopStep::Verify) => return self.stop_verified(now),
+            Phase::Stopping(StopStep::Trades) => return self.stop_trades_done(),
             Phase::Stopping(StopStep::Flatten) => return self.stop_flatten(now),
             Phase::Stopping(StopStep::Cancel) | Phase::Done | Phase::Live => return,
             Phase::Syncing => {}
@@ -412,6 +413,16 @@ impl<S: Strategy> Core<S> {
         self.runner.apply_snapshot(&open, &[], &self.books, now, &mut self.outbox);
         self.recon.open = open;
         self.outbox.clear();
+        // Trades can be reported after the cancel-all's answer: catch up from the last one seen
+        // before reporting fills and positions.
+        self.sync.phase = Phase::Stopping(StopStep::Trades);
+        for i in 0..self.instruments.len() {
+            self.request_trades(InstrumentId(i as u32));
+        }
+        self.reconcile_progress(now);
+    }
+
+    fn stop_trades_done(&mut self) {
         if self.config.flatten {
             self.sync.phase = Phase::Stopping(StopStep::Flatten);
             self.recon.positions.clear();

@@ -191,6 +191,8 @@ pub(super) enum StopStep {
     Cancel,
     /// Asking the venue for open orders.
     Verify,
+    /// Catching up with trades reported late.
+    Trades,
     /// Asking for positions and closing them.
     Flatten,
 }
@@ -270,6 +272,7 @@ struct Conn {
 pub struct Session<S: Strategy> {
     core: Core<S>,
     conn: Option<Conn>,
+    backoff: ticktrade_net::Backoff,
 }
 
 /// A notification in Deribit's usual key order on a book channel starts with this.
@@ -342,7 +345,8 @@ impl<S: Strategy> Session<S> {
             instruments,
             config,
         };
-        Session { core, conn: None }
+        let backoff = ticktrade_net::Backoff::new(core.config.reconnect_base, core.config.reconnect_max);
+        Session { core, conn: None, backoff }
     }
 
     pub fn runner(&self) -> &Runner<Journaled<S>> {
@@ -360,41 +364,57 @@ impl<S: Strategy> Session<S> {
     /// Runs until stopped (and the shutdown is done) or a fatal error. The first connection
     /// must succeed within `config.connect.deadline`; later ones are retried with backoff.
     pub fn run(&mut self) -> Result<LiveReport, LiveError> {
-        self.connect()?;
-        let mut backoff = ticktrade_net::Backoff::new(self.core.config.reconnect_base, self.core.config.reconnect_max);
-        loop {
-            if let Some(error) = self.core.fatal.take() {
-                return Err(error);
-            }
-            if self.core.sync.phase == Phase::Done {
-                break;
-            }
-            if self.conn.is_none() {
-                if self.core.sync.phase == Phase::Live {
-                    backoff.reset();
-                }
-                self.core.housekeeping(true);
-                if self.core.sync.phase == Phase::Done {
-                    break;
-                }
-                std::thread::sleep(backoff.next_delay());
-                if let Err(error) = self.connect() {
-                    tracing::warn!("reconnect to {} failed: {error}", self.core.config.url);
-                }
-                continue;
-            }
-            self.turn();
-            if self.core.sync.phase == Phase::Live {
-                backoff.reset();
-            }
+        self.start()?;
+        while !self.poll()? {}
+        Ok(self.finish())
+    }
+
+    /// Connects for the first time (within the connect deadline, or the error says why).
+    pub fn start(&mut self) -> Result<(), LiveError> {
+        self.connect()
+    }
+
+    /// One turn of the loop (or one reconnect attempt); `Ok(true)` once the session is done.
+    #[inline]
+    pub fn poll(&mut self) -> Result<bool, LiveError> {
+        if let Some(error) = self.core.fatal.take() {
+            return Err(error);
         }
+        if self.core.sync.phase == Phase::Done {
+            return Ok(true);
+        }
+        if self.conn.is_none() {
+            self.core.housekeeping(true);
+            if self.core.sync.phase == Phase::Done {
+                return Ok(true);
+            }
+            std::thread::sleep(self.backoff.next_delay());
+            if let Err(error) = self.connect() {
+                tracing::warn!("reconnect to {} failed: {error}", self.core.config.url);
+            }
+            return Ok(false);
+        }
+        self.turn();
+        if self.core.sync.phase == Phase::Live {
+            self.backoff.reset();
+        }
+        Ok(false)
+    }
+
+    /// True while trading (synced, not stopping).
+    pub fn is_live(&self) -> bool {
+        self.core.sync.phase == Phase::Live
+    }
+
+    /// Closes the connection and reports.
+    pub fn finish(&mut self) -> LiveReport {
         if let Some(mut conn) = self.conn.take() {
             let mut close = WsWriter::new(Role::Client, 64, 7);
             close.frame_of(Opcode::Close, &[0x03, 0xE8]);
             // The peer may already be gone; nothing is lost if this close does not arrive.
             let _ = close.write_to(&mut conn.stream);
         }
-        Ok(self.core.report())
+        self.core.report()
     }
 
     /// One turn of the loop: read or handle one message, write what it caused, housekeeping.
