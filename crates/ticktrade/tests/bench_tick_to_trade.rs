@@ -1,6 +1,7 @@
 //! `ticktrade bench tick-to-trade`'s pacing and exchange modes through the real binary: the
-//! closed-loop default answers every tick without a timed-out wait, `--pace sleep` still runs,
-//! and `--exchange sim` trades against the embedded simulator until `--ticks` orders.
+//! live session answers every tick of the closed-loop default without a timed-out wait, with
+//! the risk checks on and off; `--pace sleep` and `--tls` run; and `--exchange sim` trades
+//! against the embedded simulator until `--ticks` orders.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -29,20 +30,26 @@ fn closed_loop_is_the_default_and_sleep_pacing_remains() {
     // default 1 ms, which would count as a timed-out wait although every tick was answered.
     let (series, notes) = bench(&["--ticks", "300", "--no-baseline", "--reply-timeout-us", "2000000"]);
     assert!(notes.contains("closed loop"), "{notes}");
-    assert!(notes.contains("exchange saw 300, waits timed out 0"), "{notes}");
-    assert_eq!(series["tick_to_trade"]["count"], 301, "the snapshot and every tick");
+    assert!(notes.contains("the live session"), "{notes}");
+    // One place, then an edit per tick, each acknowledged before the next tick.
+    assert!(notes.contains("plain: places 1 edits 299 rejects 0 (venue saw 300 orders, waits timed out 0)"), "{notes}");
+    assert!(notes.contains("risk off: places 1 edits 299 rejects 0"), "{notes}");
+    assert_eq!(series["tick_to_trade"]["count"], 300, "every tick");
+    assert_eq!(series["tick_to_trade_risk_off"]["count"], 300);
     assert!(series["write_floor"]["count"].as_u64().unwrap() > 0);
+    assert!(!series.contains_key("tick_to_trade_tls"));
 
-    let (series, notes) = bench(&["--ticks", "200", "--pace", "sleep", "--gap-us", "20", "--no-baseline"]);
+    let (series, notes) = bench(&["--ticks", "200", "--pace", "sleep", "--gap-us", "20", "--no-baseline", "--tls"]);
     assert!(notes.contains("gap 20µs (sleep)"), "{notes}");
-    assert_eq!(series["tick_to_trade"]["count"], 201);
+    assert_eq!(series["tick_to_trade"]["count"], 200);
+    assert_eq!(series["tick_to_trade_tls"]["count"], 200);
+    assert!(series["write_floor_tls"]["count"].as_u64().unwrap() > 0);
 }
 
 #[test]
 fn exchange_sim_trades_against_the_simulator() {
     let (series, notes) = bench(&["--exchange", "sim", "--ticks", "100"]);
-    assert!(notes.contains("loop ended: Stopped"), "{notes}");
-    assert!(notes.contains("orders: ticktrade 100 "), "{notes}");
+    assert!(notes.contains("plain: places 1 edits 99 rejects 0 (simulator counted 100 orders)"), "{notes}");
     assert!(notes.contains("malformed 0"), "{notes}");
     assert_eq!(series["tick_to_trade"]["count"], 100);
     assert_eq!(series["tick_to_encoded"]["count"], 100);

@@ -130,6 +130,9 @@ impl<S: Strategy> Core<S> {
                 self.after_auth(now);
             }
             Pending::AccountSummary => {
+                if !self.config.adopt_account_limits {
+                    return;
+                }
                 if let Some(limits) = account_limits(result) {
                     self.credits = Credits::client(limits, now.0);
                 }

@@ -64,10 +64,12 @@ pub struct LiveConfig {
     pub shutdown_timeout: Duration,
     /// Close positions with reduce-only market orders when stopping.
     pub flatten: bool,
-    /// Stop once this many orders were sent (benchmarks, tests).
+    /// Stop once this many places and edits were sent (benchmarks, tests).
     pub stop_after_orders: Option<u64>,
     /// Push a `Status` entry once a second (the status line).
     pub status_every: Option<Duration>,
+    /// Pace by the limits the account reports (`get_account_summary`), not `rate_limits`.
+    pub adopt_account_limits: bool,
 }
 
 impl LiveConfig {
@@ -90,6 +92,7 @@ impl LiveConfig {
             flatten: false,
             stop_after_orders: None,
             status_every: Some(Duration::from_secs(1)),
+            adopt_account_limits: true,
         }
     }
 }
@@ -260,6 +263,8 @@ pub(super) struct Core<S: Strategy> {
     pub fatal: Option<LiveError>,
     /// Set when housekeeping finds the connection dead (silent too long).
     pub lost: Option<&'static str>,
+    /// The last order batch written (for the floor probe).
+    last_batch: Vec<u8>,
 }
 
 struct Conn {
@@ -268,11 +273,21 @@ struct Conn {
     t0: RawTicks,
 }
 
+/// `bench tick-to-trade`'s floor probe: on [`FLOOR_PROBE`](crate::hot::FLOOR_PROBE) the session
+/// writes its last order's bytes again and times only that write (`write_floor`).
+struct Floor {
+    ring: RingProducer<Stamps>,
+    /// The last batch of order frames written, and how long its compute took (t0 → t4).
+    last: Vec<u8>,
+    last_compute: u64,
+}
+
 /// A live session for one strategy.
 pub struct Session<S: Strategy> {
     core: Core<S>,
     conn: Option<Conn>,
     backoff: ticktrade_net::Backoff,
+    floor: Option<Floor>,
 }
 
 /// A notification in Deribit's usual key order on a book channel starts with this.
@@ -342,11 +357,17 @@ impl<S: Strategy> Session<S> {
             anchor,
             fatal: None,
             lost: None,
+            last_batch: Vec::with_capacity(4096),
             instruments,
             config,
         };
         let backoff = ticktrade_net::Backoff::new(core.config.reconnect_base, core.config.reconnect_max);
-        Session { core, conn: None, backoff }
+        Session { core, conn: None, backoff, floor: None }
+    }
+
+    /// Answers the benchmarks' floor probe, pushing one `Stamps` (t0, t5) per bare write.
+    pub fn set_floor_probe(&mut self, ring: RingProducer<Stamps>) {
+        self.floor = Some(Floor { ring, last: Vec::with_capacity(4096), last_compute: 0 });
     }
 
     pub fn runner(&self) -> &Runner<Journaled<S>> {
@@ -426,6 +447,11 @@ impl<S: Strategy> Session<S> {
         let mut lost: Option<&'static str> = None;
         match conn.reader.next_message() {
             Ok(Some(message)) => match message.opcode {
+                Opcode::Text if self.floor.is_some() && message.payload == crate::hot::FLOOR_PROBE => {
+                    if let Some(floor) = self.floor.as_mut() {
+                        floor_write(floor, conn, &core.clock);
+                    }
+                }
                 Opcode::Text | Opcode::Binary => order_stamps = core.on_text(message.payload, conn.t0),
                 Opcode::Ping => {
                     core.writer.frame_of(Opcode::Pong, message.payload);
@@ -447,6 +473,10 @@ impl<S: Strategy> Session<S> {
         }
         if lost.is_none() && !core.wire.is_empty() {
             let written = std::io::Write::write_all(&mut conn.stream, &core.wire);
+            if order_stamps.is_some_and(|r| r.t[4] != 0) && self.floor.is_some() {
+                core.last_batch.clear();
+                core.last_batch.extend_from_slice(&core.wire);
+            }
             core.wire.clear();
             if written.is_err() {
                 lost = Some("write error");
@@ -455,6 +485,11 @@ impl<S: Strategy> Session<S> {
         if let Some(mut raw) = order_stamps {
             if raw.t[4] != 0 {
                 raw.t[5] = core.clock.raw().0;
+                if let Some(floor) = self.floor.as_mut() {
+                    floor.last.clear();
+                    floor.last.extend_from_slice(&core.last_batch);
+                    floor.last_compute = raw.t[4].saturating_sub(raw.t[0]);
+                }
             }
             core.after_write(&raw);
         }
@@ -501,6 +536,26 @@ impl<S: Strategy> Session<S> {
         }
         Ok(())
     }
+}
+
+/// The floor probe: the last order's bytes written again at the same distance from the read
+/// as the order was (a write made at once often finds the peer's vCPU still awake and is
+/// cheaper), timing only the write.
+fn floor_write(floor: &mut Floor, conn: &mut Conn, clock: &TscClock) {
+    if floor.last.is_empty() {
+        return;
+    }
+    while clock.raw().0.saturating_sub(conn.t0.0) < floor.last_compute {
+        std::hint::spin_loop();
+    }
+    let start = clock.raw();
+    if std::io::Write::write_all(&mut conn.stream, &floor.last).is_err() {
+        return;
+    }
+    let end = clock.raw();
+    let mut stamps = Stamps::received(clock.to_mono(start), ticktrade_core::Utc(0));
+    stamps.set(Stage::Sent, clock.to_mono(end));
+    floor.ring.push(stamps);
 }
 
 /// Raw TSC readings of one book frame's stages (0 = did not happen).
@@ -958,7 +1013,7 @@ impl<S: Strategy> Core<S> {
         {
             self.begin_stop(why, now);
         }
-        if self.config.stop_after_orders.is_some_and(|n| self.stats.places >= n)
+        if self.config.stop_after_orders.is_some_and(|n| self.stats.places + self.stats.edits >= n)
             && !matches!(self.sync.phase, Phase::Stopping(_) | Phase::Done)
         {
             self.begin_stop(Blocked::Killed, now);

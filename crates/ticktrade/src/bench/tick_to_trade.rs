@@ -19,7 +19,9 @@
 
 mod baseline;
 mod in_memory;
+mod session;
 mod sim;
+mod venue;
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -27,12 +29,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
-use ticktrade_core::Qty;
-use ticktrade_gateway::hot::exchange::{ExchangeConfig, ExchangeReport, ExchangeSide, Pace};
-use ticktrade_gateway::hot::feed::{SyntheticFeed, btc_perpetual, warm_up};
-use ticktrade_gateway::hot::{HotConfig, HotLoop, LoopReport, Pipeline, QuoteOnTick, Recorded, spawn_recorder};
-use ticktrade_latency::{Histogram, Series, Stage, TscClock, spsc_ring};
-use ticktrade_net::handshake;
+use ticktrade_gateway::hot::Recorded;
+use ticktrade_gateway::hot::exchange::{ExchangeConfig, ExchangeReport, Pace};
+use ticktrade_gateway::hot::feed::{SyntheticFeed, btc_perpetual};
+use ticktrade_latency::{Histogram, Series, Stage, TscClock};
 
 /// The per-stage series, each the span from the previous stamp to its own.
 const STAGE_SERIES: [(Stage, &str); 5] = [
@@ -81,14 +81,6 @@ pub struct Args {
     /// Ask for a bare write of the last order's bytes after every N ticks (`write_floor`).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub floor_every: u32,
-    /// Spin on a non-blocking socket instead of blocking in read (for isolated cores only;
-    /// slower on a shared 2-vCPU VM, see docs/PERFORMANCE.md).
-    #[arg(long)]
-    pub busy_poll: bool,
-    /// After each order, run the decoder and encoder once more on scratch buffers before
-    /// blocking in read, so the next tick starts with warm caches (see docs/PERFORMANCE.md).
-    #[arg(long)]
-    pub prewarm: bool,
     /// Touch the frame's working set as soon as it arrives (`Pipeline::set_touch_ahead`; off by
     /// default: not measurably better here, see docs/PERFORMANCE.md).
     #[arg(long)]
@@ -111,6 +103,10 @@ pub struct Args {
     /// Skip the plain baseline (for profiling the hot loop alone).
     #[arg(long)]
     pub no_baseline: bool,
+    /// Also run the session over TLS against the same venue (`tick_to_trade_tls`,
+    /// `write_floor_tls`, `tick_to_encoded_tls`).
+    #[arg(long)]
+    pub tls: bool,
     /// Print one JSON object per series per line on stdout (the table goes to stderr).
     #[arg(long)]
     pub json: bool,
@@ -190,10 +186,36 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         pin_core: args.exchange_core,
     };
 
-    let (hot, loop_report) = run_hot(&args, &feed, &clock, pacing)?;
+    let options = session::RunOptions {
+        tls: false,
+        risk: true,
+        every: args.every,
+        floor_every: args.floor_every,
+        reply_timeout: pacing.reply_timeout,
+        pin_core: args.pin_core,
+        pause: pacing.pace,
+        gap: pacing.gap,
+    };
+    let plain = session::run(&spec, &feed, &clock, options)?;
+    let risk_off = session::run(&spec, &feed, &clock, session::RunOptions { risk: false, ..options })?;
+    let tls = if args.tls {
+        Some(session::run(&spec, &feed, &clock, session::RunOptions { tls: true, ..options })?)
+    } else {
+        None
+    };
     let base = if args.no_baseline { None } else { Some(baseline::run(&spec, &feed, &clock, pacing, args.every)?) };
 
-    let mut series = build_series(&hot, base.as_ref());
+    let mut series = build_series(&plain, base.as_ref());
+    let r = &risk_off.recorded;
+    series.push(Series::from_histogram("tick_to_trade_risk_off", r.stages.tick_to_trade()));
+    series.push(Series::from_histogram("tick_to_encoded_risk_off", &r.tick_to_encoded));
+    if let Some(tls) = &tls {
+        let r = &tls.recorded;
+        series.push(Series::from_histogram("tick_to_trade_tls", r.stages.tick_to_trade()));
+        series.push(Series::from_histogram("tick_to_encoded_tls", &r.tick_to_encoded));
+        series.push(Series::from_histogram("write_floor_tls", &r.write_floor));
+    }
+    series.retain(|s| s.percentiles.count > 0);
     if args.in_memory {
         let evict_kb = usize::try_from(args.evict_kb).context("--evict-kb")?;
         series.extend(in_memory::run(&spec, &feed, &clock, args.every, evict_kb, args.touch_ahead));
@@ -201,121 +223,107 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mean_frame = feed.changes.iter().map(Vec::len).sum::<usize>() / feed.changes.len().max(1);
     let mut notes = format!(
         "ticktrade bench tick-to-trade: {ticks} ticks of {per} levels (mean {mean_frame} B) on 127.0.0.1, \
-         {}, every {} tick(s); hot loop: {} reads{}{}{}\n",
+         {}, every {} tick(s); the live session (ticktrade run's), risk checks and order state on{}: {} reads{}{}{}\n",
         pacing.describe(),
         args.every,
-        if args.busy_poll { "busy-poll" } else { "blocking" },
-        match (args.prewarm, args.touch_ahead) {
-            (false, false) => "",
-            (true, false) => ", prewarm",
-            (false, true) => ", touch-ahead",
-            (true, true) => ", prewarm, touch-ahead",
-        },
-        match (args.pin_core, loop_report.pinned) {
+        if args.tls { ", plain then TLS" } else { "" },
+        "blocking",
+        if args.touch_ahead { ", touch-ahead (in-memory pass)" } else { "" },
+        match (args.pin_core, plain.pinned) {
             (Some(core), true) => format!(", pinned to core {core}"),
             (Some(core), false) => format!(", pinning to core {core} FAILED"),
             (None, _) => String::new(),
         } + &args.exchange_core.map(|core| format!(", exchange side on core {core}")).unwrap_or_default(),
         if base.is_some() { "; baseline: tokio + tungstenite + serde_json Value + BTreeMap + format!" } else { "" },
     );
-    let _ = writeln!(
-        notes,
-        "orders: ticktrade {} (exchange saw {}, waits timed out {}), stale {}, dropped stamps {}; floor writes {}",
-        loop_report.pipeline.orders,
-        hot.exchange.orders,
-        hot.exchange.unanswered,
-        loop_report.pipeline.stale,
-        loop_report.dropped,
-        loop_report.floor_writes
-    );
+    for (name, run) in [("plain", Some(&plain)), ("risk off", Some(&risk_off)), ("tls", tls.as_ref())] {
+        let Some(run) = run else { continue };
+        let _ = writeln!(
+            notes,
+            "{name}: places {} edits {} rejects {} (venue saw {} orders, waits timed out {}), gaps {}, floor probes {}",
+            run.stats.places,
+            run.stats.edits,
+            run.stats.rejects,
+            run.venue.orders,
+            run.venue.unanswered,
+            run.stats.gaps,
+            run.venue.floor_probes,
+        );
+    }
     let p50 = |name: &str| series.iter().find(|s| s.name == name).map(|s| s.percentiles.p50);
     if let (Some(t2t), Some(floor)) = (p50("tick_to_trade"), p50("write_floor"))
         && floor > 0
     {
         let _ = writeln!(notes, "tick_to_trade p50 / write_floor p50 = {:.2}", t2t as f64 / floor as f64);
     }
+    if let (Some(on), Some(off)) = (p50("tick_to_encoded"), p50("tick_to_encoded_risk_off"))
+        && off > 0
+    {
+        let _ = writeln!(notes, "tick_to_encoded p50, risk on / off = {:.2}", on as f64 / off as f64);
+    }
+    if let (Some(tls), Some(plain)) = (p50("tick_to_trade_tls"), p50("tick_to_trade")) {
+        let _ = writeln!(notes, "tick_to_trade p50, TLS - plain = {} ns", tls as i64 - plain as i64);
+    }
     emit(&notes, &series, args.json, args.plot.as_deref(), "ticktrade bench tick-to-trade (loopback)")?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--exchange sim`: the hot loop against the embedded simulator until `--ticks` orders.
+/// `--exchange sim`: the live session against the embedded simulator until `--ticks` orders
+/// (plain, then TLS with `--tls`).
 fn run_sim(args: &Args, spec: &ticktrade_core::InstrumentSpec) -> anyhow::Result<ExitCode> {
-    let clock = TscClock::new();
-    let config = HotConfig {
-        busy_poll: args.busy_poll,
+    let options = session::RunOptions {
+        tls: false,
+        risk: true,
+        every: args.every,
+        floor_every: 0,
+        reply_timeout: Duration::from_micros(args.reply_timeout_us),
         pin_core: args.pin_core,
-        floor_probe: false,
-        stop_after_orders: None,
-        prewarm: args.prewarm,
+        pause: Pace::Reply,
+        gap: Duration::ZERO,
     };
-    let run = sim::run(spec, args.ticks, args.every, args.sim_rate, config, &clock)?;
-    let r = &run.recorded;
-    let mut series = vec![
-        Series::from_histogram("tick_to_trade", r.stages.tick_to_trade()),
-        Series::from_histogram("tick_to_encoded", &r.tick_to_encoded),
-    ];
-    for (stage, name) in STAGE_SERIES {
-        if let Some(h) = r.stages.stage(stage) {
-            series.push(Series::from_histogram(name, h));
+    let plain = sim::run(spec, args.ticks, args.sim_rate, options)?;
+    let tls = if args.tls {
+        Some(sim::run(spec, args.ticks, args.sim_rate, session::RunOptions { tls: true, ..options })?)
+    } else {
+        None
+    };
+    let mut series = Vec::new();
+    for (suffix, run) in [("", Some(&plain)), ("_tls", tls.as_ref())] {
+        let Some(run) = run else { continue };
+        let r = &run.recorded;
+        series.push(Series::from_histogram(format!("tick_to_trade{suffix}"), r.stages.tick_to_trade()));
+        series.push(Series::from_histogram(format!("tick_to_encoded{suffix}"), &r.tick_to_encoded));
+        if suffix.is_empty() {
+            for (stage, name) in STAGE_SERIES {
+                if let Some(h) = r.stages.stage(stage) {
+                    series.push(Series::from_histogram(name, h));
+                }
+            }
         }
     }
     series.retain(|s| s.percentiles.count > 0);
-    let notes = format!(
-        "ticktrade bench tick-to-trade --exchange sim: the embedded simulator on 127.0.0.1 ({} market events/s), \
-         book.BTC-PERPETUAL.raw, every {} tick(s); hot loop: {} reads; no write_floor, exchange view or baseline \
-         (the simulator cannot give them)\norders: ticktrade {} (simulator counted {}), book frames {}, other frames {}, \
-         stale {}, malformed {}, dropped stamps {}; loop ended: {:?}\n",
+    let mut notes = format!(
+        "ticktrade bench tick-to-trade --exchange sim: the live session against the embedded simulator on 127.0.0.1 \
+         ({} market events/s){}, book.BTC-PERPETUAL.raw, every {} tick(s); no write_floor, exchange view or baseline \
+         (the simulator cannot give them)\n",
         args.sim_rate,
+        if args.tls { ", plain then TLS" } else { "" },
         args.every,
-        if args.busy_poll { "busy-poll" } else { "blocking" },
-        run.report.pipeline.orders,
-        run.sim_orders,
-        run.report.pipeline.frames - run.report.pipeline.not_book,
-        run.report.pipeline.not_book,
-        run.report.pipeline.stale,
-        run.report.pipeline.malformed,
-        run.report.dropped,
-        run.exit,
     );
+    for (name, run) in [("plain", Some(&plain)), ("tls", tls.as_ref())] {
+        let Some(run) = run else { continue };
+        let s = &run.stats;
+        let _ = writeln!(
+            notes,
+            "{name}: places {} edits {} rejects {} (simulator counted {} orders), book frames {}, gaps {}, malformed {}",
+            s.places, s.edits, s.rejects, run.sim_orders, s.book_frames, s.gaps, s.malformed
+        );
+    }
     emit(&notes, &series, args.json, args.plot.as_deref(), "ticktrade bench tick-to-trade (simulator, loopback)")?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_hot(
-    args: &Args,
-    feed: &Arc<SyntheticFeed>,
-    clock: &TscClock,
-    pacing: Pacing,
-) -> anyhow::Result<(SideResult, LoopReport)> {
-    let spec = btc_perpetual().map_err(|e| anyhow!("spec: {e}"))?;
-    let mut pipeline = Pipeline::new(&spec, QuoteOnTick::new(Qty::from_raw(1), args.every), feed.snapshot_levels);
-    pipeline.set_touch_ahead(args.touch_ahead);
-    // Warm-up pass (not reported): sizes the book and buffers, as a trader would before a session.
-    let warm_orders = warm_up(&mut pipeline, feed, clock);
-    let config = pacing.config(args.floor_every, feed.changes.len());
-    let exchange = ExchangeSide::spawn(Arc::clone(feed), clock.clone(), config)?;
-    let (stream, reader) = handshake::connect(exchange.addr, "127.0.0.1", "/ws/api/v2")?;
-    let (stamps_tx, stamps_rx) = spsc_ring(1 << 16);
-    let (floor_tx, floor_rx) = spsc_ring(1 << 14);
-    let recorder = spawn_recorder(stamps_rx, Some(floor_rx))?;
-    let hot_config = HotConfig {
-        busy_poll: args.busy_poll,
-        pin_core: args.pin_core,
-        floor_probe: true,
-        stop_after_orders: None,
-        prewarm: args.prewarm,
-    };
-    let mut hot = HotLoop::new(stream, reader, pipeline, clock.clone(), stamps_tx, Some(floor_tx), hot_config);
-    let (mut report, _exit) = hot.run()?;
-    report.pipeline.orders -= warm_orders;
-    report.pipeline.frames -= feed.changes.len() as u64 + 1; // the warm-up's snapshot + changes
-    drop(hot);
-    let exchange = exchange.join()?;
-    let recorded = recorder.join().map_err(|_| anyhow!("recorder thread panicked"))?;
-    Ok((SideResult { recorded, exchange }, report))
-}
-
-fn build_series(hot: &SideResult, base: Option<&SideResult>) -> Vec<Series> {
+fn build_series(hot: &session::SessionRun, base: Option<&SideResult>) -> Vec<Series> {
     let with = |series: Series, baseline: Option<&Histogram>| match baseline {
         Some(h) if !h.is_empty() => series.with_baseline_p50(h.percentiles().p50),
         _ => series,
@@ -327,7 +335,7 @@ fn build_series(hot: &SideResult, base: Option<&SideResult>) -> Vec<Series> {
         with(Series::from_histogram("tick_to_encoded", &r.tick_to_encoded), b.map(|b| &b.tick_to_encoded)),
         Series::from_histogram("write_floor", &r.write_floor),
         with(
-            Series::from_histogram("exchange_tick_to_order", &hot.exchange.tick_to_order),
+            Series::from_histogram("exchange_tick_to_order", &hot.venue.tick_to_order),
             base.map(|b| &b.exchange.tick_to_order),
         ),
     ];
