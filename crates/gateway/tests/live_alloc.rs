@@ -71,6 +71,7 @@ fn run(tls: bool) -> Counted {
     let outbox = setup.outbox;
     let names = setup.specs.iter().map(|s| s.name.clone()).collect();
     let (builtin, parts) = setup.into_parts(0x5eed).unwrap();
+    let builtin = builtin.unwrap();
 
     let key = ticktrade_sim::ApiKey::default_key();
     let mut live_config = LiveConfig::new(url);

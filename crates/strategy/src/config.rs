@@ -62,10 +62,11 @@ impl<'de> Deserialize<'de> for Amount {
 }
 
 /// The file as written.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// "quote" or "take".
+    /// "quote", "take", or "custom" (a strategy of the user's own, run by their own binary,
+    /// whose parameters are the `[custom]` table).
     pub strategy: String,
     pub label_prefix: String,
     pub capacity: CapacityConfig,
@@ -74,6 +75,9 @@ pub struct Config {
     pub quote: Option<QuoteConfig>,
     #[serde(default)]
     pub take: Option<TakeConfig>,
+    /// A custom strategy's own parameters; `instrument` names the instrument it trades.
+    #[serde(default)]
+    pub custom: Option<toml::Table>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -239,6 +243,7 @@ impl Default for Config {
                 max_position: d("1000"),
                 cooldown_ms: 1000,
             }),
+            custom: None,
         }
     }
 }
@@ -282,7 +287,10 @@ pub struct Setup {
     /// The instruments used, `specs[i].id == InstrumentId(i)`: the session subscribes to these
     /// and keeps its books in this order.
     pub specs: Vec<InstrumentSpec>,
-    pub strategy: BuiltIn,
+    /// The built-in strategy, or `None` for `strategy = "custom"`.
+    pub strategy: Option<BuiltIn>,
+    /// The `[custom]` table, for a custom strategy's own code to read.
+    pub custom: Option<toml::Table>,
     pub limits: Limits,
     pub orders: OrdersConfig,
     pub outbox: usize,
@@ -294,12 +302,13 @@ impl Setup {
     /// The runner for this setup; `run_nonce` makes this run's labels unique on the venue.
     pub fn runner(self, run_nonce: u32) -> Result<Runner<BuiltIn>, ConfigError> {
         let (strategy, parts) = self.into_parts(run_nonce)?;
+        let strategy = strategy.ok_or_else(|| invalid("strategy", "a custom strategy runs with its own code"))?;
         Ok(Runner::new(strategy, parts))
     }
 
     /// The built-in strategy and what a `Runner` needs besides it (for a session that wraps
     /// the strategy, e.g. to journal its events).
-    pub fn into_parts(self, run_nonce: u32) -> Result<(BuiltIn, RunnerParts), ConfigError> {
+    pub fn into_parts(self, run_nonce: u32) -> Result<(Option<BuiltIn>, RunnerParts), ConfigError> {
         let labels = LabelGen::new(&self.label_prefix, run_nonce)
             .ok_or_else(|| invalid("label_prefix", "1 to 8 of [A-Za-z0-9_]"))?;
         let rules = self
@@ -365,7 +374,15 @@ impl Config {
                 let t = self.take.as_ref().ok_or_else(|| invalid("take", "missing for strategy = \"take\""))?;
                 use_instrument("take.instrument".to_owned(), &t.instrument)?
             }
-            other => return Err(invalid("strategy", format!("{other:?} is not \"quote\" or \"take\""))),
+            "custom" => {
+                let c = self.custom.as_ref().ok_or_else(|| invalid("custom", "missing for strategy = \"custom\""))?;
+                let name = c
+                    .get("instrument")
+                    .and_then(toml::Value::as_str)
+                    .ok_or_else(|| invalid("custom.instrument", "missing: the instrument the strategy trades"))?;
+                use_instrument("custom.instrument".to_owned(), name)?
+            }
+            other => return Err(invalid("strategy", format!("{other:?} is not \"quote\", \"take\" or \"custom\""))),
         };
 
         let mut instruments = Vec::new();
@@ -423,6 +440,7 @@ impl Config {
 
         let spec = &specs[strategy_instrument.0 as usize];
         let strategy = match self.strategy.as_str() {
+            "custom" => None,
             "quote" => {
                 let q = self.quote.as_ref().ok_or_else(|| invalid("quote", "missing"))?;
                 let distance = match (q.distance_ticks, q.distance_bps) {
@@ -448,14 +466,14 @@ impl Config {
                         return Err(invalid(field, format!("must not be negative, got {v}")));
                     }
                 }
-                BuiltIn::Quote(Quote::new(QuoteParams {
+                Some(BuiltIn::Quote(Quote::new(QuoteParams {
                     instrument: strategy_instrument,
                     distance,
                     size: qty("quote.amount", spec, q.amount)?,
                     max_position: qty("quote.max_position", spec, q.max_position)?,
                     skew_ticks: q.skew_ticks,
                     requote_ticks: q.requote_ticks,
-                }))
+                })))
             }
             _ => {
                 let t = self.take.as_ref().ok_or_else(|| invalid("take", "missing"))?;
@@ -467,7 +485,7 @@ impl Config {
                 }
                 let ratio = t.imbalance.0;
                 positive("take.imbalance", ratio)?;
-                BuiltIn::Take(Take::new(TakeParams {
+                Some(BuiltIn::Take(Take::new(TakeParams {
                     instrument: strategy_instrument,
                     levels: t.levels as usize,
                     ratio_num: i128::from(ratio.mantissa()),
@@ -475,10 +493,19 @@ impl Config {
                     size: qty("take.amount", spec, t.amount)?,
                     max_position: qty("take.max_position", spec, t.max_position)?,
                     cooldown_ns: t.cooldown_ms as u64 * 1_000_000,
-                }))
+                })))
             }
         };
-        Ok(Setup { specs, strategy, limits, orders, outbox, label_prefix: self.label_prefix.clone(), band_reference })
+        Ok(Setup {
+            specs,
+            strategy,
+            custom: self.custom.clone(),
+            limits,
+            orders,
+            outbox,
+            label_prefix: self.label_prefix.clone(),
+            band_reference,
+        })
     }
 }
 

@@ -37,7 +37,7 @@ fn template_parses_to_the_defaults_and_validates() {
     assert_eq!(l.max_loss.map(|n| n.0), Some(10_000_000_000), "0.01 BTC in 1e-12");
     assert_eq!(setup.limits.rate, Some(RateLimit { max_orders: 20, window_ns: 1_000_000_000 }));
     match &setup.strategy {
-        BuiltIn::Quote(q) => assert_eq!(q.params.size, Qty::from_raw(10)),
+        Some(BuiltIn::Quote(q)) => assert_eq!(q.params.size, Qty::from_raw(10)),
         other => panic!("{other:?}"),
     }
     let runner = setup.runner(1).unwrap();
@@ -49,7 +49,7 @@ fn take_is_selected_and_converted() {
     let setup =
         Config::parse(&edit("strategy = \"quote\"", "strategy = \"take\"")).unwrap().validate(&venue()).unwrap();
     match setup.strategy {
-        BuiltIn::Take(t) => {
+        Some(BuiltIn::Take(t)) => {
             assert_eq!((t.params.ratio_num, t.params.ratio_den, t.params.levels), (3, 1, 5));
             assert_eq!(t.params.cooldown_ns, 1_000_000_000);
         }
@@ -95,4 +95,21 @@ fn linear_notional_is_price_times_amount() {
     assert_eq!(l.max_order_notional.map(|n| n.0), Some(10_000_000));
     assert_eq!(l.notional, Notional::PriceTimesAmount);
     assert_eq!(l.max_order_qty, Some(Qty::from_raw(10_000)));
+}
+
+#[test]
+fn a_custom_strategy_names_its_instrument_and_keeps_its_table() {
+    let text = format!(
+        "{}\n[custom]\ninstrument = \"BTC-PERPETUAL\"\nspread = 4\n",
+        edit("strategy = \"quote\"", "strategy = \"custom\"")
+    );
+    let setup = Config::parse(&text).unwrap().validate(&venue()).unwrap();
+    assert!(setup.strategy.is_none());
+    assert_eq!(setup.custom.as_ref().and_then(|c| c.get("spread")).and_then(|v| v.as_integer()), Some(4));
+    assert_eq!(setup.specs[0].name, "BTC-PERPETUAL");
+    assert!(setup.runner(1).is_err(), "a custom strategy has no built-in runner");
+
+    let missing = Config::parse(&edit("strategy = \"quote\"", "strategy = \"custom\"")).unwrap();
+    let error = missing.validate(&venue()).unwrap_err().to_string();
+    assert!(error.starts_with("custom:"), "{error}");
 }

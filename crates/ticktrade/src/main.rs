@@ -8,10 +8,8 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod hl;
 mod replay;
-mod run;
 mod serve;
 mod sim;
-mod status;
 mod trade;
 
 #[derive(Parser, Debug)]
@@ -30,7 +28,7 @@ enum Command {
     /// The trading shell on a Deribit-compatible venue (the embedded simulator by default).
     Trade(trade::Args),
     /// Run a strategy on the hot path (the embedded simulator by default).
-    Run(run::Args),
+    Run(ticktrade::run::Args),
     /// Rebuild every book from a recorded Deribit WebSocket session and print them.
     Replay(replay::Args),
     /// Benchmarks: ticktrade beside a baseline measured in the same run.
@@ -52,7 +50,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::Sim(args)) => sim::run(args),
         Some(Command::Serve(args)) => serve::run(args),
         Some(Command::Trade(args)) => trade::run(args),
-        Some(Command::Run(args)) => run::run(args),
+        Some(Command::Run(args)) => ticktrade::run::run(args),
         None => trade::run_default(),
     };
     match result {

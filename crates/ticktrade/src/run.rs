@@ -19,14 +19,15 @@ use ticktrade_gateway::live::{self, Exit, LiveConfig, LiveReport, ObserverConfig
 use ticktrade_gateway::venues;
 use ticktrade_latency::{Series, table_string};
 use ticktrade_net::hot::{HotOptions, TlsRoots};
-use ticktrade_strategy::Config;
+use ticktrade_strategy::{Config, Setup, Strategy};
 
-use crate::trade::credentials;
+use crate::credentials;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The built-in strategy: `quote` (market maker) or `take` (imbalance taker).
-    #[arg(required_unless_present = "print_config")]
+    /// The built-in strategy: `quote` (market maker) or `take` (imbalance taker); with
+    /// `--config`, the file's `strategy` when omitted.
+    #[arg(required_unless_present_any = ["print_config", "config"])]
     strategy: Option<String>,
     /// `sim` (the embedded simulator, default), `deribit-testnet`, `deribit`, or a
     /// `ws://`/`wss://` URL of a Deribit-compatible endpoint.
@@ -82,7 +83,38 @@ pub struct Args {
     quiet: bool,
 }
 
+/// `ticktrade run`: a built-in strategy.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    run_with(args, |setup| {
+        setup
+            .strategy
+            .clone()
+            .ok_or_else(|| anyhow!("strategy = \"custom\" runs with your own binary: copy examples/my-strategy"))
+    })
+}
+
+/// The whole of `ticktrade run` for a program of the user's own: parses the same command
+/// line, and `make` builds the strategy from the checked configuration (its `[custom]` table
+/// and instruments). Prints errors as `ticktrade` does.
+pub fn main_with<S: Strategy>(make: impl FnOnce(&Setup) -> anyhow::Result<S>) -> ExitCode {
+    #[derive(clap::Parser, Debug)]
+    #[command(about = "A strategy on ticktrade's live session (the embedded simulator by default).")]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+    let cli = <Cli as clap::Parser>::parse();
+    match run_with(cli.args, make) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `ticktrade run` with the strategy `make` builds from the checked configuration.
+pub fn run_with<S: Strategy>(args: Args, make: impl FnOnce(&Setup) -> anyhow::Result<S>) -> anyhow::Result<ExitCode> {
     if args.print_config {
         print!("{}", ticktrade_strategy::template());
         return Ok(ExitCode::SUCCESS);
@@ -91,17 +123,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .try_init();
-    let strategy = args.strategy.clone().ok_or_else(|| anyhow!("name a strategy: quote or take"))?;
     let mut config = load_config(args.config.as_deref())?;
-    if args.config.is_none() {
-        config.strategy = strategy.clone();
-    } else if config.strategy != strategy {
-        bail!(
-            "{}: strategy is {:?}, but the command line asks for {strategy:?}",
-            path_text(&args.config),
-            config.strategy
-        );
-    }
+    let strategy = match (&args.strategy, &args.config) {
+        (Some(named), None) => {
+            config.strategy = named.clone();
+            named.clone()
+        }
+        (Some(named), Some(_)) if *named != config.strategy => {
+            bail!(
+                "{}: strategy is {:?}, but the command line asks for {named:?}",
+                path_text(&args.config),
+                config.strategy
+            );
+        }
+        (_, Some(_)) => config.strategy.clone(),
+        (None, None) => bail!("name a strategy (quote or take) or give a --config"),
+    };
     apply_instruments(&mut config, &args.instruments)?;
 
     // The embedded simulator runs on a runtime of its own; the session has this thread.
@@ -147,7 +184,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let names: Vec<String> = setup.specs.iter().map(|s| s.name.clone()).collect();
     let outbox = setup.outbox;
     let nonce = run_nonce();
-    let (builtin, parts) = setup.into_parts(nonce).map_err(|e| anyhow!("{}: {e}", path_text(&args.config)))?;
+    let user_strategy = make(&setup)?;
+    let (_builtin, parts) = setup.into_parts(nonce).map_err(|e| anyhow!("{}: {e}", path_text(&args.config)))?;
 
     if let Some(dir) = &args.report {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -209,7 +247,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )
     );
     let mut session =
-        Session::new(live_config, builtin, parts, outbox, Some(observer.journal), Some(observer.stamps), stop);
+        Session::new(live_config, user_strategy, parts, outbox, Some(observer.journal), Some(observer.stamps), stop);
     let result = session.run();
     drop(session);
     let observed = observer.handle.join().map_err(|_| anyhow!("the observer thread panicked"))?;

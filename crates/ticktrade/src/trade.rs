@@ -8,8 +8,6 @@
 //! Must not: hold shell or protocol logic (that is `ticktrade_gateway::shell` and
 //! `ticktrade_gateway::deribit`), or print a secret.
 
-pub mod credentials;
-
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,6 +15,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::ValueEnum as _;
+use ticktrade::credentials;
 use ticktrade_gateway::shell::{Shell, tty};
 use ticktrade_gateway::venue::Venue;
 use ticktrade_gateway::venues::{self, SessionOptions};
