@@ -7,6 +7,10 @@
 //! Must not: allocate, log or format on the path from a frame's read (t0) to its order's write
 //! (t5); the journal entries of that path are pushed after t5.
 //!
+//! The functions a book frame runs out of line (`turn`, `on_text`, `on_book`, `send_actions`,
+//! `send_action`, `encode_action`) go to the `ticktrade_hot` linker section on Linux, next to
+//! the framer, decoder, book and encoder code they call (see `hot`'s module doc).
+//!
 //! Stamps (as `hot::HotLoop`): t0 read returned, t1 decoded, t2 book applied, t3 strategy and
 //! risk checks done, t4 every action encoded and framed, t5 the write returned.
 
@@ -440,6 +444,7 @@ impl<S: Strategy> Session<S> {
 
     /// One turn of the loop: read or handle one message, write what it caused, housekeeping.
     #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     fn turn(&mut self) {
         let Some(conn) = self.conn.as_mut() else { return };
         let core = &mut self.core;
@@ -573,6 +578,7 @@ impl<S: Strategy> Core<S> {
 
     /// One text frame. Returns the stamps of a book frame.
     #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     fn on_text(&mut self, payload: &[u8], t0: RawTicks) -> Option<RawStamps> {
         self.stats.frames += 1;
         if let Some(instrument) = self.book_instrument(payload) {
@@ -593,6 +599,7 @@ impl<S: Strategy> Core<S> {
 
     /// Decode → apply → strategy → encode for one book frame.
     #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     fn on_book(&mut self, instrument: InstrumentId, payload: &[u8], t0: RawTicks) -> Option<RawStamps> {
         let i = instrument.0 as usize;
         self.stats.book_frames += 1;
@@ -863,6 +870,7 @@ impl<S: Strategy> Core<S> {
     /// Sends the outbox, oldest first. Callbacks that run meanwhile (a local refusal) may
     /// append to it; those are sent in the same turn.
     #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     pub fn send_actions(&mut self, now: Mono) {
         let mut k = 0;
         while k < self.outbox.len() {
@@ -874,6 +882,7 @@ impl<S: Strategy> Core<S> {
     }
 
     #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     fn send_action(&mut self, action: Action, now: Mono) {
         if self.config.dry_run {
             self.stats.would_send += 1;
@@ -937,6 +946,7 @@ impl<S: Strategy> Core<S> {
 
     /// Encodes a request for `action` (credits already spent).
     #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     fn encode_action(&mut self, action: Action) {
         match action {
             Action::Place { label, order } => {
