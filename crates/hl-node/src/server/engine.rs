@@ -70,6 +70,7 @@ mod lane;
 mod requests;
 mod warm;
 
+pub use decode::DecodeStage;
 use decode::{Spare, decode_events};
 use lane::{BlockCtx, CoinJob, Lane, ViewSlot, slot_at};
 use warm::Warm;

@@ -1,20 +1,21 @@
 //! A block's two lines decoded into typed events: on this thread, or on both threads of the
 //! engine's pool with the statuses line cut into parts ([`decode_on_two`]); and the buffers
-//! kept from block to block ([`Spare`]).
+//! kept from block to block ([`Spare`]); [`DecodeStage`] runs the stage alone for the
+//! benchmarks.
 //!
 //! Owns: the fallbacks from the exact-shape decoder to serde (a damaged event spoils only its
 //! coins, and is reported), the cutting of a line into parts and who takes which.
 //! Must not: apply, publish or report (the caller gets the reports), or wait for the helper
 //! thread to start.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::Deserialize;
 use ticktrade_hl_proto::node::{Batch, BookDiff, OrderStatus, RestingStatus, TypedBatch, fast, scan_coins};
 
-use super::warm::helper_since;
+use super::warm::{Warm, helper_since};
 use crate::join::Line;
 
 /// Decodes a line's events into `out`: first `fast` (hl-node's exact shape, see
@@ -289,7 +290,7 @@ pub(super) fn decode_statuses<'a>(
 
 /// The decode buffers of the last block, empty, kept for the next (`recycle`): a fresh `Vec`
 /// grown to a block's ~300 kB of events every block cost a third of the decode
-/// (`decode_two_cost`, one thread: 234 µs with fresh buffers, `decode_cost` 159 µs reused).
+/// (`benches/decode.rs`, `decode_stage`: one thread with fresh buffers against reused ones).
 #[derive(Default)]
 pub(super) struct Spare {
     head: Vec<OrderStatus<'static>>,
@@ -320,4 +321,53 @@ impl Spare {
 pub(super) fn recycle<T, U>(mut v: Vec<T>) -> Vec<U> {
     v.clear();
     v.into_iter().filter_map(|_| None).collect()
+}
+
+/// The decode stage alone, as the engine runs it without `l4Book` subscribers, for
+/// `benches/decode.rs`: on this thread into fresh or reused buffers, or on both threads of a
+/// pool built here with this thread as its first member (as the engine's), the helper kept
+/// awake by the spin job ([`Warm`]).
+pub struct DecodeStage {
+    pool: rayon::ThreadPool,
+    warm: Arc<Warm>,
+    spare: Spare,
+}
+
+impl DecodeStage {
+    /// The pool's other thread is started here; it belongs to the calling thread.
+    pub fn new() -> Result<DecodeStage, rayon::ThreadPoolBuildError> {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).use_current_thread().build()?;
+        Ok(DecodeStage { pool, warm: Arc::new(Warm::new()), spare: Spare::default() })
+    }
+
+    /// Decodes a block's two lines on this thread, into the last block's buffers when
+    /// `reuse`, else into fresh ones; returns the number of events.
+    pub fn one_thread(&mut self, statuses: &Line, diffs: &Line, reuse: bool) -> usize {
+        if !reuse {
+            let (st, df) = (decode_statuses(statuses, false, Vec::new()), decode_diffs(diffs, Vec::new()));
+            return st.events.len() + df.events.len();
+        }
+        let ([head, tail], diffs_buf) = self.spare.take();
+        let (st, df) = (decode_statuses(statuses, false, head), decode_diffs(diffs, diffs_buf));
+        let n = st.events.len() + df.events.len();
+        self.spare.put(st.events, tail, df.events);
+        n
+    }
+
+    /// Has the helper spin until the next stage, as the engine does at a file wake-up.
+    pub fn wake_helper(&self) {
+        self.warm.spin(&self.pool);
+    }
+
+    /// Decodes a block's two lines on both threads (the stage offered to the helper, as the
+    /// engine does); returns the number of events and when the helper started, in nanoseconds
+    /// after the offer (`u64::MAX`: it took no part).
+    pub fn two_threads(&mut self, statuses: &Line, diffs: &Line) -> (usize, u64) {
+        self.warm.offer();
+        let (bufs, diffs_buf) = self.spare.take();
+        let (st, df, tail, start) = decode_on_two(&self.pool, statuses, diffs, false, bufs, diffs_buf, 0);
+        let n = st.events.len() + df.events.len();
+        self.spare.put(st.events, tail, df.events);
+        (n, start)
+    }
 }
