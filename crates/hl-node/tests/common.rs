@@ -104,18 +104,3 @@ pub fn assert_books_equal(generator: &Generator, books: &Books, skip: &[&str]) -
     }
     n
 }
-
-/// Prints the median, mean and p90 of each named series of per-block nanoseconds (the ignored
-/// cost micro-benchmarks); sorts each series.
-pub fn print_costs(series: &mut [(&str, &mut Vec<u64>)]) {
-    for (what, ns) in series.iter_mut() {
-        let mean = ns.iter().sum::<u64>() / ns.len() as u64;
-        ns.sort_unstable();
-        println!(
-            "{what} over {} blocks: median {} ns, mean {mean} ns, p90 {} ns",
-            ns.len(),
-            ns[ns.len() / 2],
-            ns[ns.len() * 9 / 10]
-        );
-    }
-}

@@ -2,9 +2,6 @@
 //! the generator's lines all take the fast path and decode identically, and on mutated lines
 //! the fast path never panics and never disagrees (it either gives up or agrees).
 
-mod common;
-
-use common::print_costs;
 use proptest::prelude::*;
 use ticktrade_core::Utc;
 use ticktrade_hl_node::synth::{GenConfig, Generator};
@@ -161,47 +158,4 @@ proptest! {
         check_statuses(&mutate(diffs, &mutations))?;
         check_diffs(&mutate(statuses, &mutations))?;
     }
-}
-
-/// Not a check but a micro-benchmark of the decode stage as `ticktrade hl` runs it without
-/// l4 subscribers (statuses that may rest, every diff), on the default generated market (229
-/// coins, 600 orders per block). Prints per-block median and mean. Run optimised:
-/// `cargo test --release -p ticktrade-hl-node --test fast_decode -- --ignored --nocapture decode_cost`.
-#[test]
-#[ignore = "micro-benchmark: run on purpose, optimised, with --nocapture"]
-fn decode_cost() {
-    let mut g = Generator::new(&GenConfig { seed: 7, ..GenConfig::default() });
-    let blocks: Vec<(String, String)> = (0..150)
-        .map(|i| {
-            let b = g.next_block(Utc::from_millis(1_777_582_003_304 + i * 100));
-            (b.statuses, b.diffs)
-        })
-        .collect();
-    let (mut statuses, mut diffs) = (Vec::new(), Vec::new());
-    let (mut ns, mut ns_statuses, mut ns_diffs) = (Vec::new(), Vec::new(), Vec::new());
-    let mut n = 0;
-    for _round in 0..10 {
-        for (s, d) in &blocks {
-            statuses.clear();
-            diffs.clear();
-            let t = std::time::Instant::now();
-            fast::statuses(s, false, &mut statuses).unwrap();
-            let t1 = std::time::Instant::now();
-            fast::diffs(d, &mut diffs).unwrap();
-            let t2 = std::time::Instant::now();
-            ns.push(t2.duration_since(t).as_nanos() as u64);
-            ns_statuses.push(t1.duration_since(t).as_nanos() as u64);
-            ns_diffs.push(t2.duration_since(t1).as_nanos() as u64);
-            n += statuses.len() + diffs.len();
-        }
-    }
-    std::hint::black_box(n);
-    let bytes = |f: fn(&(String, String)) -> usize| blocks.iter().map(f).sum::<usize>() / blocks.len();
-    let (bytes_statuses, bytes_diffs) = (bytes(|b| b.0.len()), bytes(|b| b.1.len()));
-    print_costs(&mut [
-        ("decode per block", &mut ns),
-        ("statuses per block", &mut ns_statuses),
-        ("diffs per block", &mut ns_diffs),
-    ]);
-    println!("line bytes per block: statuses {bytes_statuses}, diffs {bytes_diffs}");
 }

@@ -420,19 +420,6 @@ impl DenseCursor<'_> {
         Some(self.base + ((self.word << 6) + self.best_bit()) as i64)
     }
 
-    /// Takes the next level.
-    #[inline]
-    pub(crate) fn pop(&mut self) -> Option<(i64, i64)> {
-        if !self.fill() {
-            return None;
-        }
-        let b = self.best_bit();
-        self.mask &= !(1u64 << b);
-        self.left -= 1;
-        let i = (self.word << 6) + b;
-        Some((self.base + i as i64, self.qty[i]))
-    }
-
     /// Takes every level from the cursor up to and including `edge` (down to it for bids, up
     /// to it for asks); returns their total quantity and number.
     #[inline]
@@ -675,9 +662,11 @@ mod tests {
             for step in [1i64, 5, 13, 64, 100, 700] {
                 let mut rest = levels(&l);
                 let mut c = l.dense_cursor().unwrap();
-                // Pop a few single levels, then take ranges of `step` ticks until the end.
+                // Take a few single levels, then ranges of `step` ticks until the end.
                 for _ in 0..3 {
-                    assert_eq!(c.pop(), Some(rest.remove(0)));
+                    let (p, qty) = rest.remove(0);
+                    assert_eq!(c.peek(), Some(p));
+                    assert_eq!(c.take_through(p), (qty, 1));
                 }
                 while let Some(p) = c.peek() {
                     assert_eq!(p, rest[0].0);
@@ -685,7 +674,7 @@ mod tests {
                     assert_eq!(c.take_through(edge), naive_take(&mut rest, bid, edge), "bid {bid} step {step} at {p}");
                 }
                 assert!(rest.is_empty());
-                assert_eq!(c.pop(), None);
+                assert_eq!(c.peek(), None);
                 assert_eq!(c.take_through(if bid { i64::MIN } else { i64::MAX }), (0, 0));
             }
             // Edges beyond the window on either side.
