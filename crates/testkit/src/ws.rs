@@ -94,6 +94,22 @@ impl WsClient {
         self.response(id).await
     }
 
+    /// Sends a request and returns its response's text exactly as the server sent it (tests
+    /// that decode the bytes themselves); other frames stay in the backlog.
+    pub async fn call_text(&mut self, method: &str, params: Value) -> String {
+        let id = self.request(method, params).await;
+        loop {
+            let Some(text) = self.next_text().await else {
+                panic!("socket closed ({:?}) while waiting for the response to {method}", self.closed);
+            };
+            let v = serde_json::from_str(&text).unwrap_or_else(|_| json!({"__malformed": text.as_str()}));
+            if v["id"] == json!(id) {
+                return text;
+            }
+            self.backlog.push_back(v);
+        }
+    }
+
     /// The response to request `id`; other frames stay in the backlog.
     pub async fn response(&mut self, id: u64) -> Value {
         self.next_where(&format!("the response to request {id}"), |v| v["id"] == json!(id)).await
