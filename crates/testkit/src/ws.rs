@@ -7,7 +7,8 @@
 //! Must not: know any venue's messages beyond the JSON-RPC envelope (`id`, `method`,
 //! `params.channel`); Hyperliquid tests use `send_json`/`next_where` with their own fields.
 //!
-//! Every read waits at most [`WAIT`] and panics after that, naming what it waited for: a test
+//! Every read waits at most [`WAIT`] (or what `set_wait` chose, for servers that are whole
+//! processes) and panics after that, naming what it waited for: a test
 //! waits on the event it expects, never on a fixed sleep. Under paused tokio time the deadline
 //! is virtual too, so it only fires when nothing else can happen.
 
@@ -34,6 +35,7 @@ pub struct WsClient {
     /// Frames read while waiting for something else, oldest first.
     pub backlog: VecDeque<Value>,
     closed: Option<(u16, String)>,
+    wait: Duration,
 }
 
 impl WsClient {
@@ -63,7 +65,12 @@ impl WsClient {
     }
 
     pub fn from_stream(ws: Ws) -> WsClient {
-        WsClient { ws, next_id: 1, backlog: VecDeque::new(), closed: None }
+        WsClient { ws, next_id: 1, backlog: VecDeque::new(), closed: None, wait: WAIT }
+    }
+
+    /// Longest wait for one frame from now on (default [`WAIT`]).
+    pub fn set_wait(&mut self, wait: Duration) {
+        self.wait = wait;
     }
 
     pub async fn send_text(&mut self, text: &str) {
@@ -185,16 +192,18 @@ impl WsClient {
                 }
             }
         };
-        match tokio::time::timeout(WAIT, read).await {
+        let wait = self.wait;
+        match tokio::time::timeout(wait, read).await {
             Ok(text) => text,
-            Err(_) => panic!("no frame within {WAIT:?}"),
+            Err(_) => panic!("no frame within {wait:?}"),
         }
     }
 
     async fn read(&mut self) -> Option<Value> {
-        match tokio::time::timeout(WAIT, self.read_untimed()).await {
+        let wait = self.wait;
+        match tokio::time::timeout(wait, self.read_untimed()).await {
             Ok(v) => v,
-            Err(_) => panic!("no frame within {WAIT:?}"),
+            Err(_) => panic!("no frame within {wait:?}"),
         }
     }
 
