@@ -9,7 +9,7 @@
 //! allocates nothing; growing the dense window is amortised (doubling) and rare, and only
 //! levels more than `2^20` ticks from the window allocate (a `BTreeMap` node).
 //!
-//! # Deribit semantics (REFERENCE §8.3)
+//! # Deribit semantics (`book.*` notifications, as Deribit documents them)
 //! - `new` and `change` set the level's amount; `delete` removes the level. The feed is
 //!   authoritative, so `change` of a missing level creates it, `new` of an existing level
 //!   overwrites it, and `delete` of a missing level does nothing. None of them fail.

@@ -1,7 +1,7 @@
 //! Deterministic Deribit-shaped L2 streams for tests and benchmarks.
 //!
-//! Owns: the shape of the stream described in
-//! research/limits.md §3: a BTC-PERPETUAL-like book (tick 0.5, prices in ticks around 120 000
+//! Owns: the shape of the stream, modelled on recorded Deribit BTC-PERPETUAL traffic: a
+//! BTC-PERPETUAL-like book (tick 0.5, prices in ticks around 120 000
 //! = 60 000 USD), a snapshot of ~600 levels per side, then single-level deltas: ~25 % deletes,
 //! ~50 % changes of existing levels, ~25 % new levels; the mid random-walks; a level that
 //! would cross is preceded by deletes of the crossed levels; ~10 % of activity is deep
@@ -94,7 +94,8 @@ impl Generator {
         if self.rng.chance(900, 1000) { self.rng.range(1, 500) * 10 } else { self.rng.range(1, 100_000) * 10 }
     }
 
-    /// Distance from the best at which the next delta happens (limits.md §3's histogram).
+    /// Distance from the best at which the next delta happens: mostly near the top, ~10 % deep
+    /// (over 1000 ticks), rare outliers far out (the histogram of recorded BTC-PERPETUAL deltas).
     fn distance(&mut self) -> i64 {
         let r = self.rng.range(0, 999);
         match r {

@@ -5,7 +5,7 @@
 //! calendar-date conversion.
 //! Must not: read a system clock. Real clocks (TSC, `Instant`) live in `ticktrade-latency`.
 
-use std::cell::Cell;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 pub mod civil;
 
@@ -62,34 +62,35 @@ pub trait Clock {
     fn utc(&self) -> Utc;
 }
 
-/// A clock that only moves when told to: deterministic tests and replays.
+/// A clock that only moves when told to: deterministic tests and replays. Atomic, so one
+/// clock can be shared (`Arc`) between a test and the server tasks it drives.
 #[derive(Debug, Default)]
 pub struct ManualClock {
-    mono: Cell<u64>,
-    utc: Cell<i64>,
+    mono: AtomicU64,
+    utc: AtomicI64,
 }
 
 impl ManualClock {
     pub fn new(start: Utc) -> ManualClock {
-        ManualClock { mono: Cell::new(1), utc: Cell::new(start.0) }
+        ManualClock { mono: AtomicU64::new(1), utc: AtomicI64::new(start.0) }
     }
 
     pub fn advance_nanos(&self, nanos: u64) {
-        self.mono.set(self.mono.get() + nanos);
-        self.utc.set(self.utc.get() + nanos as i64);
+        self.mono.fetch_add(nanos, Ordering::Relaxed);
+        self.utc.fetch_add(nanos as i64, Ordering::Relaxed);
     }
 
     pub fn set_utc(&self, utc: Utc) {
-        self.utc.set(utc.0);
+        self.utc.store(utc.0, Ordering::Relaxed);
     }
 }
 
 impl Clock for ManualClock {
     fn mono(&self) -> Mono {
-        Mono(self.mono.get())
+        Mono(self.mono.load(Ordering::Relaxed))
     }
     fn utc(&self) -> Utc {
-        Utc(self.utc.get())
+        Utc(self.utc.load(Ordering::Relaxed))
     }
 }
 

@@ -1,6 +1,6 @@
 //! Book notification decoding and encoding: the hand codec beside serde_json decoders that
-//! produce the same exact output, in the same run (research/limits.md §2 measured ~69 ns for a
-//! tuned hand scanner and ~430 ns for serde typed on a 316 B change).
+//! produce the same exact output, in the same run (on the calibration host a tuned hand scanner
+//! took ~69 ns for a 316 B change, docs/PERFORMANCE.md §2, and serde typed decoding ~430 ns).
 //!
 //! `cargo bench -p ticktrade-deribit-proto --bench book_decode`
 

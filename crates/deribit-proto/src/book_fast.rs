@@ -12,8 +12,10 @@
 //!
 //! Why: the general decoder goes through `Decimal` and an `i128` division per number
 //! (`Decimal::to_units`), ≈360 ns per 300-byte change frame on the build VM; this path is the
-//! "fixed key order fast path" of research/limits.md §2 (≈70 ns there). Measured by the gateway's
-//! `hot_pipeline` bench, which runs both decoders on the same frames.
+//! hand scanner with a fixed key order of docs/PERFORMANCE.md §2 (69 ns a 316-byte change on the
+//! calibration host). Measured by the gateway's `hot_pipeline` bench
+//! (`cargo bench -p ticktrade-gateway --bench hot_pipeline`), which runs both decoders on the
+//! same frames.
 
 use ticktrade_book::l2::{Action, LevelUpdate};
 use ticktrade_core::{InstrumentSpec, Price, Qty, Side};
@@ -279,7 +281,7 @@ impl FastBookDecoder {
 
     /// `[["new",1.5,10],…]` after the opening `[`, through the closing `]`. Not inlined: one
     /// copy of its code serves both sides and both paths (live, after a wait in `read`, each
-    /// distinct line of code is a cache miss, docs/PERFORMANCE.md §5).
+    /// distinct line of code is a cache miss; docs/PERFORMANCE.md §8, "Decoder code footprint").
     #[inline(never)]
     #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     fn entries(&self, c: &mut Cursor<'_>, side: Side, out: &mut Vec<LevelUpdate>) -> Option<()> {

@@ -1,4 +1,4 @@
-//! Subscription channel names (REFERENCE §8.2): parsed into a typed `Channel` that borrows
+//! Subscription channel names (`book.{instrument}.{interval}` and the rest): parsed into a typed `Channel` that borrows
 //! the name's parts, and formatted back to the exact text.
 //!
 //! Owns: the channel templates ticktrade uses and their enums (interval, group, depth, kind).

@@ -1,5 +1,6 @@
 //! Request signatures: `public/auth` with `grant_type=client_signature` and the HTTP
-//! `Authorization: deri-hmac-sha256 …` header (REFERENCE §3.1), signing and verifying.
+//! `Authorization: deri-hmac-sha256 …` header, signing and verifying (the signed strings are
+//! at `client_signature` and `http_signature`).
 //!
 //! Owns: the strings to sign, HMAC-SHA256 with the client secret, lowercase hex, the header's
 //! syntax, and the `Secret` newtype that keeps secrets out of logs.
@@ -148,7 +149,7 @@ mod tests {
 
     #[test]
     fn verified_reference_vector() {
-        // REFERENCE §3.1 (V211 docs, recomputed with Python's hmac).
+        // Deribit's documented example (API v2.1.1 docs), recomputed with Python's hmac.
         let secret = Secret::new("AMANDASECRECT");
         let sig = client_signature(&secret, 1_576_074_319_000, "1iqt2wls", "");
         assert_eq!(sig, "56590594f97921b09b18f166befe0d1319b198bbcdad7ca73382de2f88fe9aa1");

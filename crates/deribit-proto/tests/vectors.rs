@@ -97,7 +97,7 @@ fn decode(name: &str, text: &str) -> Result<bool, String> {
         let request = decode_request(text).map_err(|e| e.to_string())?;
         if file.starts_with("public_auth.request.client_signature") {
             let params: serde_json::Value = serde_json::from_str(request.params.ok_or("params")?.get()).unwrap();
-            // The secret of REFERENCE §3.1's verified vector.
+            // The secret of Deribit's documented signature example (see `signature.rs`).
             let sig = client_signature(
                 &Secret::new("AMANDASECRECT"),
                 params["timestamp"].as_u64().ok_or("timestamp")?,

@@ -33,7 +33,7 @@ pub const MAX_UNITS: i64 = 1_000_000_000_000;
 /// What happens when an order would trade against a resting order of the same account.
 ///
 /// Deribit's account setting `self_trading_reject_mode` offers `cancel_maker` and
-/// `reject_taker` (REFERENCE §5.7); `cancel_maker` is the default here.
+/// `reject_taker`; `cancel_maker` is the default here.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SelfTrade {
     /// Cancel the resting order (reason `self_trade`) and keep matching.

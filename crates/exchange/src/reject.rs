@@ -1,7 +1,7 @@
 //! Deribit's error codes and verbatim messages, as the engine returns them.
 //!
 //! Owns: `Reject` (a small `Copy` value: code, message, optional reason) and one constructor
-//! per error the engine can produce (REFERENCE §9.2/§9.3 messages, verbatim).
+//! per error the engine can produce (messages verbatim from Deribit's error-code table).
 //! Must not: format or allocate; the simulator turns a `Reject` into a JSON-RPC error object.
 
 /// A request the engine refused. Nothing changed in the engine.

@@ -457,7 +457,7 @@ fn expiry_cancels_orders_and_settles_positions_at_the_mark() {
     assert_eq!(err.unwrap_err(), Reject::BOOK_CLOSED);
 }
 
-/// REFERENCE §5.1's `private/buy` example: ETH-PERPETUAL market buy of 40 with a label,
+/// Deribit's documented `private/buy` example: ETH-PERPETUAL market buy of 40 with a label,
 /// filled at 203.3 with Deribit's taker fee of the time (0.075 %).
 #[test]
 fn reproduces_the_documented_private_buy_example() {

@@ -9,7 +9,7 @@ use ticktrade_gateway::deribit::{Credentials, Deribit, DeribitConfig, Secret};
 use ticktrade_gateway::venue::{
     ConnState, Filter, OrderRequest, OrderStatus, Subscription, TimeInForce, Venue, VenueError, VenueEvent,
 };
-use ticktrade_sim::{ApiKey, Fault, SimConfig, SimHandle};
+use ticktrade_sim::{ApiKey, Fault, SimClock, SimConfig, SimHandle};
 use tokio::sync::broadcast;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -19,6 +19,14 @@ async fn sim() -> SimHandle {
     ticktrade_sim::spawn_loopback(SimConfig { rate_per_s: 200, min_heartbeat_s: 1, ..SimConfig::default() })
         .await
         .unwrap()
+}
+
+/// A simulator on tokio's clock, for the tests that run with paused time
+/// (`start_paused = true`): token lifetimes, heartbeats and backoffs pass without waiting,
+/// and the simulator's token expiry moves with the client's timers.
+async fn paused_sim(config: SimConfig) -> SimHandle {
+    let clock = SimClock::tokio(SimClock::system().utc());
+    ticktrade_sim::spawn_loopback(SimConfig { clock, ..config }).await.unwrap()
 }
 
 fn config(sim: &SimHandle) -> DeribitConfig {
@@ -208,9 +216,9 @@ async fn too_many_requests_backs_off_and_recovers() {
     sim.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn unanswered_heartbeat_probe_reconnects() {
-    let sim = sim().await;
+    let sim = paused_sim(SimConfig { rate_per_s: 200, min_heartbeat_s: 1, ..SimConfig::default() }).await;
     let venue = connected(&sim).await;
     let mut events = venue.events();
     // The venue stops answering (requests are delayed past the probe's deadline).
@@ -253,18 +261,13 @@ async fn concurrent_requests_get_their_own_answers() {
     sim.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn token_is_refreshed_before_it_expires() {
-    let sim = ticktrade_sim::spawn_loopback(SimConfig {
-        rate_per_s: 50,
-        min_heartbeat_s: 1,
-        token_expires_s: 3,
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap();
+    let sim =
+        paused_sim(SimConfig { rate_per_s: 50, min_heartbeat_s: 1, token_expires_s: 3, ..SimConfig::default() }).await;
     let venue = connected(&sim).await;
-    // Outlive two token lifetimes; private calls keep working on the same connection.
+    // Outlive two token lifetimes (virtual time: the test's tokio clock is paused); private
+    // calls keep working on the same connection.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(7);
     while tokio::time::Instant::now() < deadline {
         venue.positions(Filter::All).await.unwrap();
@@ -274,18 +277,13 @@ async fn token_is_refreshed_before_it_expires() {
     sim.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn expired_token_mid_session_reauthenticates_and_retries() {
     // The token lives 2 s; the first keepalive probe (and with it any refresh) comes only
     // after 10 s, so the token expires under a live session and the venue answers 13009.
-    let sim = ticktrade_sim::spawn_loopback(SimConfig {
-        rate_per_s: 50,
-        min_heartbeat_s: 1,
-        token_expires_s: 2,
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap();
+    // Time is virtual (paused tokio clock, the simulator on it): the sleeps cost no wall time.
+    let sim =
+        paused_sim(SimConfig { rate_per_s: 50, min_heartbeat_s: 1, token_expires_s: 2, ..SimConfig::default() }).await;
     let mut cfg = config(&sim);
     cfg.heartbeat_s = 10;
     let venue = Deribit::new(cfg);
@@ -324,9 +322,10 @@ fn resting_request(price: Decimal, label: &str) -> OrderRequest {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn forced_disconnect_mid_session_loses_and_duplicates_no_order() {
-    let sim = sim().await;
+    // Paused tokio time: the 2 s backoff passes without waiting.
+    let sim = paused_sim(SimConfig { rate_per_s: 200, min_heartbeat_s: 1, ..SimConfig::default() }).await;
     let mut cfg = config(&sim);
     cfg.cancel_on_disconnect = false; // orders must survive the drop
     cfg.backoff_base = Duration::from_secs(2); // a 1–2 s gap in which the account changes

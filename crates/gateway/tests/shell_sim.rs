@@ -3,6 +3,7 @@
 //! every command, JSON output, final positions and balances equal to the venue's own
 //! account, and no secret in any output.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -13,6 +14,8 @@ use ticktrade_gateway::venues::{self, SessionOptions};
 use ticktrade_sim::{ApiKey, SimConfig, SimHandle};
 
 const INSTRUMENT: &str = "BTC-PERPETUAL";
+/// Longest wait for the output a test expects.
+const WAIT: Duration = Duration::from_secs(20);
 
 async fn sim(keys: Vec<ApiKey>) -> SimHandle {
     ticktrade_sim::spawn_loopback(SimConfig { rate_per_s: 200, min_heartbeat_s: 1, keys, ..SimConfig::default() })
@@ -145,20 +148,47 @@ async fn failures_are_one_line_with_code_and_counted() {
     sim.shutdown().await;
 }
 
-/// Input that stays open (idle) for a while after its last line, like a pipe from a script
-/// that sleeps.
-struct IdleThenEnd(Duration);
+/// The shell's output, readable by the input side while the shell still writes it.
+#[derive(Clone, Default)]
+struct Output(Arc<Mutex<Vec<u8>>>);
 
-impl std::io::Read for IdleThenEnd {
+impl Output {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for Output {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Input that stays open (idle) after its last line, like a pipe from a script that waits,
+/// until the output shows what the test waits for (or `WAIT` passed; the asserts then fail).
+struct IdleUntil {
+    output: Output,
+    done: fn(&str) -> bool,
+}
+
+impl std::io::Read for IdleUntil {
     fn read(&mut self, _buf: &mut [u8]) -> std::io::Result<usize> {
-        std::thread::sleep(std::mem::take(&mut self.0));
+        let deadline = std::time::Instant::now() + WAIT;
+        while !(self.done)(&self.output.text()) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         Ok(0)
     }
 }
 
-fn idle_input(text: &str, idle: Duration) -> impl std::io::BufRead + Send + 'static {
+fn idle_input(text: &str, output: &Output, done: fn(&str) -> bool) -> impl std::io::BufRead + Send + 'static {
     use std::io::Read as _;
-    std::io::BufReader::new(std::io::Cursor::new(text.to_owned()).chain(IdleThenEnd(idle)))
+    let idle = IdleUntil { output: output.clone(), done };
+    std::io::BufReader::new(std::io::Cursor::new(text.to_owned()).chain(idle))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -176,9 +206,16 @@ async fn subscribed_notifications_print_between_results_and_while_idle() {
          sub ticker:{INSTRUMENT} book:{INSTRUMENT} orders user-trades\n\
          buy {INSTRUMENT} 10 market label=n-1\n"
     );
-    let mut out = Vec::new();
-    let failures = shell.run_script(idle_input(&script, Duration::from_millis(1_500)), &mut out, false).await.unwrap();
-    let text = String::from_utf8(out).unwrap();
+    let mut out = Output::default();
+    let idle = idle_input(&script, &out, |text| {
+        let has = |tag: &str| text.lines().any(|l| l.starts_with(tag));
+        has("[ticker] BTC-PERPETUAL")
+            && has("[book] BTC-PERPETUAL bid")
+            && has("[fill] BTC-PERPETUAL buy 10 @")
+            && text.lines().any(|l| l.starts_with("[order] ") && l.contains("label=n-1"))
+    });
+    let failures = shell.run_script(idle, &mut out, false).await.unwrap();
+    let text = out.text();
     assert_eq!(failures, 0, "{text}");
     let lines: Vec<&str> = text.lines().collect();
     let subscribed = lines.iter().position(|l| l.starts_with("subscribed ")).expect(&text);
@@ -193,10 +230,15 @@ async fn subscribed_notifications_print_between_results_and_while_idle() {
     assert!(books.windows(2).all(|w| w[0] != w[1]), "{text}");
 
     // JSON: every line parses; results carry "command", notifications "event".
-    let mut out = Vec::new();
+    let mut out = Output::default();
     let script = format!("unsub\nsub trades:{INSTRUMENT} ticker:{INSTRUMENT}\nsell {INSTRUMENT} 10 market\n");
-    shell.run_script(idle_input(&script, Duration::from_millis(1_000)), &mut out, true).await.unwrap();
-    let json = String::from_utf8(out).unwrap();
+    let idle = idle_input(&script, &out, |json| {
+        json.lines().filter(|l| l.contains("\"command\"")).count() >= 3
+            && json.lines().any(|l| l.contains("\"event\":\"ticker\""))
+            && json.lines().any(|l| l.contains("\"event\":\"trade\""))
+    });
+    shell.run_script(idle, &mut out, true).await.unwrap();
+    let json = out.text();
     let values: Vec<Value> = json.lines().map(|l| serde_json::from_str(l).expect(l)).collect();
     let results: Vec<&Value> = values.iter().filter(|v| v.get("command").is_some()).collect();
     assert_eq!(results.len(), 3, "{json}");

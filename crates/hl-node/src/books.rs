@@ -2,7 +2,7 @@
 //! block's order statuses and raw book diffs.
 //!
 //! Owns: one `L4Book` per coin with each order's details, the height/time of the last applied
-//! block, per-coin `stale` flags, and the apply rules of REFERENCE §3.1 (diff `px` and `sz` are
+//! block, per-coin `stale` flags, and the per-block apply rules (diff `px` and `sz` are
 //! authoritative; any `open`/`triggered` status may rest, the `new` diff decides; triggered and
 //! Ioc residuals rest as `Gtc`).
 //! Must not: read files, parse a whole line, run a matching engine, or resync by itself. A diff

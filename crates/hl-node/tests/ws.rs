@@ -9,30 +9,18 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use ticktrade_testkit::WsClient;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio_tungstenite::tungstenite::Message;
 
 use common::*;
 use ticktrade_core::Decimal;
 use ticktrade_hl_node::synth::writer::GenWriter;
 
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn next_json(ws: &mut Ws) -> Value {
-    loop {
-        let msg = tokio::time::timeout(Duration::from_secs(20), ws.next())
-            .await
-            .expect("a frame within 20 s")
-            .unwrap()
-            .unwrap();
-        if let Message::Text(text) = msg {
-            return serde_json::from_str(&text).unwrap();
-        }
-    }
-}
-
-async fn send(ws: &mut Ws, value: Value) {
-    ws.send(Message::Text(value.to_string().into())).await.unwrap();
+/// A client of the in-process server (20 s a frame: the generator writes real files).
+async fn connect(url: &str) -> WsClient {
+    let mut ws = WsClient::connect(url).await;
+    ws.set_wait(Duration::from_secs(20));
+    ws
 }
 
 const VARIANTS: [(Option<u32>, Option<u32>); 7] = [
@@ -107,28 +95,28 @@ async fn http_post(addr: std::net::SocketAddr, body: &str) -> (u16, String) {
 async fn hyperliquid_client_gets_l2_at_every_variant_trades_and_l4() {
     let tmp = tempfile::tempdir().unwrap();
     let (mut generator, mut writer, server) = served(tmp.path(), 40, 400).await;
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", server.addr)).await.unwrap();
+    let mut ws = connect(&format!("ws://{}/ws", server.addr)).await;
 
     // One connection per l2Book variant (frames carry no variant, and unchanged views are not
     // re-sent), plus one for trades, l4Book, errors and heartbeats.
     let url = format!("ws://{}/ws", server.addr);
     let mut variant_ws = Vec::new();
     for (sig, m) in VARIANTS {
-        let (mut conn, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
-        send(&mut conn, json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC", "nSigFigs": sig, "mantissa": m}})).await;
-        let ack = next_json(&mut conn).await;
+        let mut conn = connect(&url).await;
+        conn.send_json(&json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC", "nSigFigs": sig, "mantissa": m}})).await;
+        let ack = conn.next_json().await;
         assert_eq!(ack["channel"], "subscriptionResponse");
         assert_eq!(ack["data"]["subscription"]["nSigFigs"], json!(sig));
-        let first = next_json(&mut conn).await;
+        let first = conn.next_json().await;
         assert_eq!(first["channel"], "l2Book", "current book right after the ack");
         assert_eq!(first["data"]["coin"], "BTC");
         variant_ws.push(conn);
     }
-    send(&mut ws, json!({"method": "subscribe", "subscription": {"type": "trades", "coin": "BTC"}})).await;
-    assert_eq!(next_json(&mut ws).await["channel"], "subscriptionResponse");
-    send(&mut ws, json!({"method": "subscribe", "subscription": {"type": "l4Book", "coin": "BTC"}})).await;
-    assert_eq!(next_json(&mut ws).await["channel"], "subscriptionResponse");
-    let snapshot = next_json(&mut ws).await;
+    ws.send_json(&json!({"method": "subscribe", "subscription": {"type": "trades", "coin": "BTC"}})).await;
+    assert_eq!(ws.next_json().await["channel"], "subscriptionResponse");
+    ws.send_json(&json!({"method": "subscribe", "subscription": {"type": "l4Book", "coin": "BTC"}})).await;
+    assert_eq!(ws.next_json().await["channel"], "subscriptionResponse");
+    let snapshot = ws.next_json().await;
     let body = &snapshot["data"]["Snapshot"];
     assert_eq!(body["height"], json!(generator.height()));
     let btc = generator.coin("BTC").unwrap();
@@ -136,24 +124,18 @@ async fn hyperliquid_client_gets_l2_at_every_variant_trades_and_l4() {
     assert_eq!(n_orders, btc.n_orders());
 
     // Errors and heartbeats, in Hyperliquid's wording.
-    send(&mut ws, json!({"method": "subscribe", "subscription": {"type": "trades", "coin": "BTC"}})).await;
-    let err = next_json(&mut ws).await;
+    ws.send_json(&json!({"method": "subscribe", "subscription": {"type": "trades", "coin": "BTC"}})).await;
+    let err = ws.next_json().await;
     assert_eq!(err, json!({"channel": "error", "data": "Already subscribed: {\"type\":\"trades\",\"coin\":\"BTC\"}"}));
-    send(
-        &mut ws,
-        json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC", "nSigFigs": 4, "mantissa": 2}}),
-    )
-    .await;
-    assert!(next_json(&mut ws).await["data"].as_str().unwrap().starts_with("Invalid subscription: "));
-    ws.send(Message::Text(r#"{"method":"subscribe","subscription":{"type":"l2Book"}}"#.into())).await.unwrap();
+    ws.send_json(&json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC", "nSigFigs": 4, "mantissa": 2}}))
+        .await;
+    assert!(ws.next_json().await["data"].as_str().unwrap().starts_with("Invalid subscription: "));
+    ws.send_text(r#"{"method":"subscribe","subscription":{"type":"l2Book"}}"#).await;
     assert!(
-        next_json(&mut ws).await["data"]
-            .as_str()
-            .unwrap()
-            .starts_with("Error parsing JSON into valid websocket request: ")
+        ws.next_json().await["data"].as_str().unwrap().starts_with("Error parsing JSON into valid websocket request: ")
     );
-    send(&mut ws, json!({"method": "ping"})).await;
-    assert_eq!(next_json(&mut ws).await, json!({"channel": "pong"}));
+    ws.send_json(&json!({"method": "ping"})).await;
+    assert_eq!(ws.next_json().await, json!({"channel": "pong"}));
 
     // The node writes blocks; l4Book must show every one, in order.
     let n_blocks = 6u64;
@@ -164,7 +146,7 @@ async fn hyperliquid_client_gets_l2_at_every_variant_trades_and_l4() {
     // Fills are a stream of their own, not joined to the block: their trades may arrive
     // after the block's l4Book update, so wait for both (next_json bounds the wait).
     while l4_heights.last() != Some(&generator.height()) || n_trades == 0 {
-        let msg = next_json(&mut ws).await;
+        let msg = ws.next_json().await;
         match msg["channel"].as_str().unwrap() {
             "l4Book" => l4_heights.push(msg["data"]["Updates"]["height"].as_u64().unwrap()),
             "trades" => {
@@ -190,10 +172,10 @@ async fn hyperliquid_client_gets_l2_at_every_variant_trades_and_l4() {
     let mut full_levels = Value::Null;
     for (i, (sig, m)) in VARIANTS.iter().enumerate() {
         let conn = &mut variant_ws[i];
-        send(conn, json!({"method": "post", "id": 7, "request": {"type": "info", "payload": {"type": "l2Book", "coin": "BTC", "nSigFigs": sig, "mantissa": m}}})).await;
+        conn.send_json(&json!({"method": "post", "id": 7, "request": {"type": "info", "payload": {"type": "l2Book", "coin": "BTC", "nSigFigs": sig, "mantissa": m}}})).await;
         let mut last = None;
         let reply = loop {
-            let msg = next_json(conn).await;
+            let msg = conn.next_json().await;
             match msg["channel"].as_str().unwrap() {
                 "l2Book" => last = Some(msg["data"].clone()),
                 "post" => break msg,
@@ -343,11 +325,12 @@ fn subscribers_of_a_coin_that_goes_stale_are_told() {
 
 /// Every `l2Book` frame a connection receives until the reply to a `post` sent now (the engine
 /// answers after every frame queued before it), grouped by block time in the order received.
-async fn l2_frames_until_post(ws: &mut Ws) -> Vec<(u64, Vec<Value>)> {
-    send(ws, json!({"method": "post", "id": 1, "request": {"type": "info", "payload": {"type": "allMids"}}})).await;
+async fn l2_frames_until_post(ws: &mut WsClient) -> Vec<(u64, Vec<Value>)> {
+    ws.send_json(&json!({"method": "post", "id": 1, "request": {"type": "info", "payload": {"type": "allMids"}}}))
+        .await;
     let mut by_time: Vec<(u64, Vec<Value>)> = Vec::new();
     loop {
-        let msg = next_json(ws).await;
+        let msg = ws.next_json().await;
         match msg["channel"].as_str().unwrap() {
             "post" => return by_time,
             "l2Book" => {
@@ -374,12 +357,12 @@ async fn a_coins_frames_of_a_block_reach_the_socket_in_key_order() {
     let keys: Vec<(Option<u32>, Option<u32>, u32)> =
         VARIANTS.iter().flat_map(|&(sig, m)| [(sig, m, 5), (sig, m, 20)]).collect();
     let subscribe = |(sig, m, n): (Option<u32>, Option<u32>, u32)| json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC", "nSigFigs": sig, "mantissa": m, "nLevels": n}});
-    let (mut all, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    let mut all = connect(&url).await;
     let mut singles = Vec::new();
     for &key in &keys {
-        send(&mut all, subscribe(key)).await;
-        let (mut conn, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
-        send(&mut conn, subscribe(key)).await;
+        all.send_json(&subscribe(key)).await;
+        let mut conn = connect(&url).await;
+        conn.send_json(&subscribe(key)).await;
         singles.push(conn);
     }
     // Every subscription answered (ack and current book) before the blocks.

@@ -5,7 +5,7 @@
 //! `Instant::now`/`SystemTime::now` in this file and nowhere else in them.
 //! Must not: be called from pure code; I/O code reads a clock and passes `Mono`/`Utc` values in.
 //!
-//! Cost on the build VM (`research/limits.md` §1(e), quiet machine): a raw TSC read
+//! Cost on the calibration host (docs/PERFORMANCE.md §2, quiet machine): a raw TSC read
 //! (`TscClock::raw`) ≈9 ns, `TscClock::mono` (read + scale to ns) ≈11 ns, `Instant::now` ≈23 ns,
 //! `SystemTime::now` ≈21 ns. `cargo bench -p ticktrade-latency --bench hot_path` measures the
 //! same beside each other (on a busy machine: raw 9.7–13 ns, `to_mono` alone 2 ns, `mono`

@@ -13,7 +13,7 @@
 
 use ticktrade_core::{Mono, Utc};
 
-/// One of the six hot-path stages, in the order they happen (DESIGN §2).
+/// One of the six hot-path stages t0…t5, in the order they happen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Stage {
     /// t0: the frame's bytes were handed to user space.

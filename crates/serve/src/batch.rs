@@ -53,7 +53,7 @@ impl Hub {
         let key = (instrument.to_owned(), interval);
         Some(self.batches.entry(key).or_insert_with(|| Batch {
             flushed: state.book.clone(),
-            next: Instant::now() + period(interval),
+            next: crate::hub::timer_now() + period(interval),
             dirty: None,
         }))
     }

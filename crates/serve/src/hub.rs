@@ -7,6 +7,10 @@
 //! last client left), the slow-client policy, counters.
 //! Must not: await on a client (every send is `try_send`), or send a change to a client that
 //! does not hold the book it applies to.
+//!
+//! Time: schedules (heartbeat deadlines, the linger, batch flushes) read [`timer_now`], tokio's
+//! clock, the one their timers wait on, so a test that pauses tokio time drives them without
+//! waiting. Latencies (upstream arrival → written) read `Instant::now`, the real clock.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -24,6 +28,12 @@ use ticktrade_deribit_proto::{BookHeader, BookKind, decode_book_units};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::batch::batched_interval;
+
+/// Now, on tokio's clock (the real clock unless a test paused it): for schedules only.
+pub(crate) fn timer_now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
 use crate::conn::{DelaySummary, Outbound, Sent};
 use crate::diff::book_diff;
 use crate::frames::encode_window;
@@ -261,9 +271,9 @@ impl Hub {
                     Some(msg) => self.on_msg(msg),
                     None => return,
                 },
-                _ = flush.tick() => self.flush_batches(Instant::now()),
+                _ = flush.tick() => self.flush_batches(timer_now()),
                 _ = sweep.tick() => {
-                    let now = Instant::now();
+                    let now = timer_now();
                     self.sweep(now);
                     self.heartbeats(now);
                 }
@@ -718,7 +728,7 @@ impl Hub {
         if let Some(sub) = self.upstream.get_mut(&up) {
             sub.refs = sub.refs.saturating_sub(1);
             if sub.refs == 0 {
-                sub.idle_since = Some(Instant::now());
+                sub.idle_since = Some(timer_now());
             }
         }
     }

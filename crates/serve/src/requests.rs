@@ -172,7 +172,7 @@ impl Hub {
                     Ok(p) if p.interval >= min && p.interval <= 3_600.0 => {
                         let every = std::time::Duration::from_secs_f64(p.interval);
                         if let Some(c) = self.clients.get_mut(&client) {
-                            let next = std::time::Instant::now() + every;
+                            let next = crate::hub::timer_now() + every;
                             c.heartbeat = Some(Heartbeat { every, next, awaiting: false });
                         }
                         encode_result(&mut out, id, r#""ok""#, stamps(us_in));

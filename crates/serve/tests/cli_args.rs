@@ -11,10 +11,9 @@ mod serve;
 mod status;
 
 use clap::Parser;
-use futures_util::{SinkExt, StreamExt};
-use serde_json::{Value, json};
+use serde_json::json;
 use ticktrade_serve::{SlowPolicy, UpstreamSource};
-use tokio_tungstenite::tungstenite::Message;
+use ticktrade_testkit::WsClient;
 
 #[derive(Parser)]
 struct Cli {
@@ -57,28 +56,18 @@ fn flags_build_a_config() {
 async fn filtered_config_serves_only_its_instruments() {
     let cli = Cli::parse_from(["serve", "--listen", "127.0.0.1:0", "--instruments", "ETH-PERPETUAL"]);
     let handle = ticktrade_serve::spawn(serve::config(&cli.args).unwrap()).await.unwrap();
-    let (mut ws, _) = tokio_tungstenite::connect_async(handle.ws_url()).await.unwrap();
-    let req = json!({"jsonrpc":"2.0","id":3,"method":"public/subscribe",
-        "params":{"channels":["book.BTC-PERPETUAL.100ms","book.ETH-PERPETUAL.100ms","nonsense.x"]}});
-    ws.send(Message::text(req.to_string())).await.unwrap();
-    let Message::Text(text) = ws.next().await.unwrap().unwrap() else { panic!("not text") };
-    let reply: Value = serde_json::from_str(&text).unwrap();
+    let mut ws = WsClient::connect(&handle.ws_url()).await;
+    let channels = json!(["book.BTC-PERPETUAL.100ms", "book.ETH-PERPETUAL.100ms", "nonsense.x"]);
+    ws.request_with_id(3, "public/subscribe", json!({ "channels": channels })).await;
+    // The reply first, then the snapshot.
+    let reply = ws.next_json().await;
     assert_eq!(reply["id"], 3);
     assert_eq!(reply["result"], json!(["book.ETH-PERPETUAL.100ms"]));
-    let Message::Text(text) = ws.next().await.unwrap().unwrap() else { panic!("not text") };
-    let snapshot: Value = serde_json::from_str(&text).unwrap();
+    let snapshot = ws.next_json().await;
     assert_eq!(snapshot["params"]["channel"], "book.ETH-PERPETUAL.100ms");
     assert_eq!(snapshot["params"]["data"]["type"], "snapshot");
     // get_order_book answers from the same book, on the same chain.
-    let req = json!({"jsonrpc":"2.0","id":4,"method":"public/get_order_book","params":{"instrument_name":"ETH-PERPETUAL","depth":5}});
-    ws.send(Message::text(req.to_string())).await.unwrap();
-    let book = loop {
-        let Message::Text(text) = ws.next().await.unwrap().unwrap() else { continue };
-        let v: Value = serde_json::from_str(&text).unwrap();
-        if v["id"] == 4 {
-            break v;
-        }
-    };
+    let book = ws.call("public/get_order_book", json!({"instrument_name": "ETH-PERPETUAL", "depth": 5})).await;
     let result = &book["result"];
     assert_eq!(result["instrument_name"], "ETH-PERPETUAL");
     assert!(result["change_id"].as_u64().unwrap() >= snapshot["params"]["data"]["change_id"].as_u64().unwrap());

@@ -6,35 +6,17 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt, future};
+use futures_util::future;
 use serde_json::{Value, json};
 use ticktrade_book::l2::L2Book;
 use ticktrade_core::{InstrumentSpec, Side};
 use ticktrade_deribit_proto::{BookKind, decode_book_units};
 use ticktrade_serve::{ServeConfig, ServeHandle, UpstreamSource};
 use ticktrade_sim::{Fault, SimConfig};
-use tokio_tungstenite::tungstenite::Message;
-
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+use ticktrade_testkit::WsClient;
 
 const CLIENTS: usize = 200;
 const CHANGES: u64 = 25;
-
-async fn connect(url: &str) -> Ws {
-    tokio_tungstenite::connect_async(url).await.unwrap().0
-}
-
-async fn call(ws: &mut Ws, id: u64, method: &str, params: Value) -> String {
-    let req = json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}).to_string();
-    ws.send(Message::text(req)).await.unwrap();
-    loop {
-        let Message::Text(t) = ws.next().await.unwrap().unwrap() else { continue };
-        let v: Value = serde_json::from_str(&t).unwrap();
-        if v["id"] == json!(id) {
-            return t.to_string();
-        }
-    }
-}
 
 async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -48,8 +30,8 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
 }
 
 async fn specs(url: &str) -> HashMap<String, InstrumentSpec> {
-    let mut ws = connect(url).await;
-    let reply = call(&mut ws, 1, "public/get_instruments", json!({"currency":"any"})).await;
+    let mut ws = WsClient::connect(url).await;
+    let reply = ws.call_text("public/get_instruments", json!({"currency":"any"})).await;
     ticktrade_deribit_proto::instrument::parse_instruments_response(&reply, 0)
         .unwrap()
         .into_iter()
@@ -74,7 +56,7 @@ struct Seen {
 /// One client: subscribes, follows every book chain (panics on a gap), and after `CHANGES`
 /// changes of BTC-PERPETUAL waits until its book equals the simulator's.
 async fn client(serve: &ServeHandle, specs: &HashMap<String, InstrumentSpec>, i: usize) -> Seen {
-    let mut ws = connect(&serve.ws_url()).await;
+    let mut ws = WsClient::connect(&serve.ws_url()).await;
     let interval = if i.is_multiple_of(2) { "raw" } else { "100ms" };
     let mut channels = vec![format!("book.BTC-PERPETUAL.{interval}")];
     match i % 3 {
@@ -82,15 +64,14 @@ async fn client(serve: &ServeHandle, specs: &HashMap<String, InstrumentSpec>, i:
         1 => channels.extend(["book.BTC-PERPETUAL.5.10.100ms".into(), "ticker.BTC-PERPETUAL.100ms".into()]),
         _ => channels.extend(["trades.BTC-PERPETUAL.100ms".into(), "book.ETH-PERPETUAL.raw".into()]),
     }
-    let reply: Value =
-        serde_json::from_str(&call(&mut ws, 7, "public/subscribe", json!({"channels": channels})).await).unwrap();
+    let reply = ws.call("public/subscribe", json!({"channels": channels})).await;
     assert_eq!(reply["result"].as_array().unwrap().len(), channels.len(), "{reply}");
     let sim = serve.sim().unwrap();
     let mut books: HashMap<String, L2Book> = HashMap::new();
     let mut seen = Seen::default();
     let mut updates = Vec::new();
     loop {
-        let Message::Text(text) = ws.next().await.unwrap().unwrap() else { continue };
+        let text = ws.next_text().await.expect("socket closed");
         let v: Value = serde_json::from_str(&text).unwrap();
         let channel = v["params"]["channel"].as_str().unwrap_or_default().to_owned();
         let parts: Vec<&str> = channel.split('.').collect();

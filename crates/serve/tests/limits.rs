@@ -2,13 +2,10 @@
 //! clear errors.
 #![allow(clippy::unwrap_used)]
 
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use ticktrade_serve::{ServeConfig, UpstreamSource};
 use ticktrade_sim::SimConfig;
-use tokio_tungstenite::tungstenite::Message;
-
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+use ticktrade_testkit::WsClient;
 
 fn config() -> ServeConfig {
     ServeConfig {
@@ -17,27 +14,21 @@ fn config() -> ServeConfig {
     }
 }
 
-async fn next_json(ws: &mut Ws) -> Value {
-    loop {
-        if let Message::Text(t) = ws.next().await.unwrap().unwrap() {
-            return serde_json::from_str(&t).unwrap();
-        }
-    }
-}
-
-async fn subscribe(ws: &mut Ws, channels: &[&str]) -> Value {
-    let req = json!({"jsonrpc":"2.0","id":9,"method":"public/subscribe","params":{"channels":channels}});
-    ws.send(Message::text(req.to_string())).await.unwrap();
-    next_json(ws).await
+/// Subscribes; the reply must be the next frame.
+async fn subscribe(ws: &mut WsClient, channels: &[&str]) -> Value {
+    let id = ws.request("public/subscribe", json!({"channels": channels})).await;
+    let reply = ws.next_json().await;
+    assert_eq!(reply["id"], id, "{reply}");
+    reply
 }
 
 #[tokio::test]
 async fn raw_mode_relays_upstream_book_frames_with_upstream_change_ids() {
     let serve = ticktrade_serve::spawn(ServeConfig { raw: true, ..config() }).await.unwrap();
-    let (mut ws, _) = tokio_tungstenite::connect_async(serve.ws_url()).await.unwrap();
+    let mut ws = WsClient::connect(&serve.ws_url()).await;
     let reply = subscribe(&mut ws, &["book.BTC-PERPETUAL.100ms"]).await;
     assert_eq!(reply["result"], json!(["book.BTC-PERPETUAL.100ms"]));
-    let snapshot = next_json(&mut ws).await;
+    let snapshot = ws.next_json().await;
     assert_eq!(snapshot["params"]["data"]["type"], "snapshot");
     // Upstream's own ids (the book server's chain starts at 1), and no book kept here.
     let id = snapshot["params"]["data"]["change_id"].as_u64().unwrap();
@@ -50,7 +41,7 @@ async fn raw_mode_relays_upstream_book_frames_with_upstream_change_ids() {
 async fn subscription_and_connection_limits_give_clear_errors() {
     let serve =
         ticktrade_serve::spawn(ServeConfig { max_subscriptions: 2, max_connections: 1, ..config() }).await.unwrap();
-    let (mut ws, _) = tokio_tungstenite::connect_async(serve.ws_url()).await.unwrap();
+    let mut ws = WsClient::connect(&serve.ws_url()).await;
     let reply =
         subscribe(&mut ws, &["ticker.BTC-PERPETUAL.100ms", "trades.BTC-PERPETUAL.100ms", "book.BTC-PERPETUAL.raw"])
             .await;

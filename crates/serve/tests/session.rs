@@ -3,16 +3,12 @@
 //! subscriptions following demand, per-client fan-out delays in `/metrics`.
 #![allow(clippy::unwrap_used)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use ticktrade_serve::{ServeConfig, ServeHandle, UpstreamSource};
-use ticktrade_sim::SimConfig;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+use ticktrade_sim::{SimClock, SimConfig};
+use ticktrade_testkit::WsClient;
 
 fn config() -> ServeConfig {
     ServeConfig {
@@ -23,29 +19,13 @@ fn config() -> ServeConfig {
     }
 }
 
-async fn send(ws: &mut Ws, id: u64, method: &str, params: Value) {
-    let req = json!({"jsonrpc":"2.0","id":id,"method":method,"params":params});
-    ws.send(Message::text(req.to_string())).await.unwrap();
-}
-
-/// The next text message as JSON (`None` on close, with the close frame's code and reason).
-async fn next(ws: &mut Ws) -> Result<Value, Option<(CloseCode, String)>> {
-    loop {
-        match tokio::time::timeout(Duration::from_secs(10), ws.next()).await.unwrap() {
-            Some(Ok(Message::Text(t))) => return Ok(serde_json::from_str(&t).unwrap()),
-            Some(Ok(Message::Close(frame))) => return Err(frame.map(|f| (f.code, f.reason.to_string()))),
-            Some(Ok(_)) => {}
-            Some(Err(_)) | None => return Err(None),
-        }
-    }
-}
-
-async fn reply(ws: &mut Ws, id: u64) -> Value {
-    loop {
-        let v = next(ws).await.unwrap();
-        if v["id"] == json!(id) {
-            return v;
-        }
+/// The same, with the simulator on tokio's clock: for tests that pause tokio time, so that
+/// heartbeats, the linger and "no more frames" take no wall time.
+fn paused_config() -> ServeConfig {
+    let clock = SimClock::tokio(SimClock::system().utc());
+    ServeConfig {
+        upstream: UpstreamSource::Sim(Box::new(SimConfig { rate_per_s: 200, clock, ..SimConfig::default() })),
+        ..config()
     }
 }
 
@@ -61,26 +41,25 @@ async fn http_get(serve: &ServeHandle, path: &str) -> (u16, String) {
     (status, body)
 }
 
-#[tokio::test]
+// Paused tokio time: the intervals below are virtual, so the bounds on them are exact checks
+// of the schedule, not of the machine's speed.
+#[tokio::test(start_paused = true)]
 async fn heartbeat_test_requests_are_sent_and_an_unanswered_one_closes_with_4000() {
-    let serve = ticktrade_serve::spawn(config()).await.unwrap();
-    let (mut ws, _) = tokio_tungstenite::connect_async(serve.ws_url()).await.unwrap();
-    send(&mut ws, 1, "public/set_heartbeat", json!({"interval": 0.5})).await;
-    assert_eq!(reply(&mut ws, 1).await["error"]["code"], -32602);
-    send(&mut ws, 2, "public/set_heartbeat", json!({"interval": 1})).await;
-    assert_eq!(reply(&mut ws, 2).await["result"], "ok");
+    let serve = ticktrade_serve::spawn(paused_config()).await.unwrap();
+    let mut ws = WsClient::connect(&serve.ws_url()).await;
+    assert_eq!(ws.call("public/set_heartbeat", json!({"interval": 0.5})).await["error"]["code"], -32602);
+    assert_eq!(ws.call("public/set_heartbeat", json!({"interval": 1})).await["result"], "ok");
     // Answer two test_requests: the connection stays open.
-    for id in [3, 4] {
-        let hb = next(&mut ws).await.unwrap();
+    for _ in 0..2 {
+        let hb = ws.next_json().await;
         assert_eq!(hb, json!({"jsonrpc":"2.0","method":"heartbeat","params":{"type":"test_request"}}));
-        send(&mut ws, id, "public/test", json!({})).await;
-        assert!(reply(&mut ws, id).await["result"]["version"].is_string());
+        assert!(ws.call("public/test", json!({})).await["result"]["version"].is_string());
     }
     // Then stay silent: the next test_request, then a close within about one interval.
-    let t0 = Instant::now();
-    assert_eq!(next(&mut ws).await.unwrap()["params"]["type"], "test_request");
-    let closed = next(&mut ws).await.unwrap_err();
-    assert_eq!(closed, Some((CloseCode::Library(4000), "heartbeat close".to_owned())));
+    let t0 = tokio::time::Instant::now();
+    assert_eq!(ws.next_json().await["params"]["type"], "test_request");
+    assert_eq!(ws.next().await, None);
+    assert_eq!(ws.close_frame(), Some((4000, "heartbeat close".to_owned())));
     assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
     assert_eq!(serve.totals().await.unwrap().heartbeat_closes, 1);
     serve.shutdown().await;
@@ -95,14 +74,9 @@ async fn rest_on_the_same_port_answers_from_the_local_book_or_relays_upstream() 
     let relayed: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(relayed["result"]["instrument_name"], "BTC-PERPETUAL");
     // Kept here once a client follows the book: the same chain as the notifications.
-    let (mut ws, _) = tokio_tungstenite::connect_async(serve.ws_url()).await.unwrap();
-    send(&mut ws, 1, "public/subscribe", json!({"channels":["book.BTC-PERPETUAL.raw"]})).await;
-    let snapshot = loop {
-        let v = next(&mut ws).await.unwrap();
-        if v["method"] == "subscription" {
-            break v;
-        }
-    };
+    let mut ws = WsClient::connect(&serve.ws_url()).await;
+    ws.request("public/subscribe", json!({"channels":["book.BTC-PERPETUAL.raw"]})).await;
+    let snapshot = ws.notification_method("subscription").await;
     assert_eq!(snapshot["params"]["data"]["type"], "snapshot");
     let snap_id = snapshot["params"]["data"]["change_id"].as_u64().unwrap();
     let (status, body) = http_get(&serve, "/api/v2/public/get_order_book?instrument_name=BTC-PERPETUAL&depth=3").await;
@@ -123,19 +97,19 @@ async fn rest_on_the_same_port_answers_from_the_local_book_or_relays_upstream() 
     serve.shutdown().await;
 }
 
-#[tokio::test]
+// Paused tokio time: the linger and the quiet period after it are virtual.
+#[tokio::test(start_paused = true)]
 async fn upstream_subscriptions_follow_demand_and_clients_have_their_own_delays() {
-    let serve = ticktrade_serve::spawn(config()).await.unwrap();
+    let serve = ticktrade_serve::spawn(paused_config()).await.unwrap();
     let upstream = "book.BTC-PERPETUAL.100ms".to_owned();
     assert!(serve.totals().await.unwrap().upstream_channels.is_empty());
-    let (mut ws, _) = tokio_tungstenite::connect_async(serve.ws_url()).await.unwrap();
-    send(&mut ws, 1, "public/subscribe", json!({"channels":["book.BTC-PERPETUAL.raw"]})).await;
-    reply(&mut ws, 1).await;
+    let mut ws = WsClient::connect(&serve.ws_url()).await;
+    ws.call("public/subscribe", json!({"channels":["book.BTC-PERPETUAL.raw"]})).await;
     assert_eq!(serve.totals().await.unwrap().upstream_channels, vec![upstream.clone()]);
     // Wait for a few changes, so this client has fan-out delays of its own.
     let mut changes = 0;
     while changes < 3 {
-        let v = next(&mut ws).await.unwrap();
+        let v = ws.next_json().await;
         changes += usize::from(v["params"]["data"]["type"] == "change");
     }
     let (_, metrics) = http_get(&serve, "/metrics").await;
@@ -148,29 +122,28 @@ async fn upstream_subscriptions_follow_demand_and_clients_have_their_own_delays(
     assert!(totals.clients.values().all(|c| c.fanout.count >= 3 && c.fanout.p50_ns > 0), "{totals:?}");
 
     // The last client leaves: kept for the linger, then unsubscribed upstream.
-    send(&mut ws, 2, "public/unsubscribe_all", json!({})).await;
-    reply(&mut ws, 2).await;
+    ws.call("public/unsubscribe_all", json!({})).await;
+    // Frames sent before the unsubscription are of no further interest.
+    ws.backlog.clear();
+    let left = tokio::time::Instant::now();
     assert_eq!(serve.totals().await.unwrap().upstream_channels, vec![upstream.clone()], "dropped before the linger");
-    let deadline = Instant::now() + Duration::from_secs(5);
     while !serve.totals().await.unwrap().upstream_channels.is_empty() {
-        assert!(Instant::now() < deadline, "upstream subscription never dropped");
+        // The hub sweeps every 500 ms: the linger (300 ms) plus one sweep at most.
+        assert!(left.elapsed() <= Duration::from_millis(800), "upstream subscription never dropped");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // Upstream really stopped sending: no frames arrive any more.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(left.elapsed() >= Duration::from_millis(300), "dropped before the linger passed");
+    // Upstream really stopped sending: no frames arrive any more (ten 100 ms intervals of
+    // virtual time in which the simulator's engine keeps ticking).
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let before = serve.totals().await.unwrap().upstream_frames;
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(serve.totals().await.unwrap().upstream_frames, before);
     // New interest subscribes again.
-    send(&mut ws, 3, "public/subscribe", json!({"channels":["book.BTC-PERPETUAL.100ms"]})).await;
-    assert_eq!(reply(&mut ws, 3).await["result"], json!(["book.BTC-PERPETUAL.100ms"]));
+    let again = ws.call("public/subscribe", json!({"channels":["book.BTC-PERPETUAL.100ms"]})).await;
+    assert_eq!(again["result"], json!(["book.BTC-PERPETUAL.100ms"]));
     assert_eq!(serve.totals().await.unwrap().upstream_channels, vec![upstream]);
-    let v = loop {
-        let v = next(&mut ws).await.unwrap();
-        if v["method"] == "subscription" {
-            break v;
-        }
-    };
+    let v = ws.notification_method("subscription").await;
     assert_eq!(v["params"]["data"]["type"], "snapshot");
     serve.shutdown().await;
 }

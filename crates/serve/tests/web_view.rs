@@ -5,13 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
-use serde_json::{Value, json};
+use serde_json::json;
 use ticktrade_serve::{ServeConfig, ServeHandle, UpstreamSource};
 use ticktrade_sim::SimConfig;
-use tokio_tungstenite::tungstenite::Message;
-
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+use ticktrade_testkit::WsClient;
 
 fn config() -> ServeConfig {
     ServeConfig {
@@ -37,23 +34,6 @@ async fn get(serve: &ServeHandle, path: &str) -> (u16, String, String) {
         .map(|(_, v)| v.trim().to_owned())
         .unwrap_or_default();
     (status, content_type, body.to_owned())
-}
-
-async fn call(ws: &mut Ws, id: u64, method: &str, params: Value) -> Value {
-    let req = json!({"jsonrpc":"2.0","id":id,"method":method,"params":params});
-    ws.send(Message::text(req.to_string())).await.unwrap();
-    loop {
-        match tokio::time::timeout(Duration::from_secs(10), ws.next()).await.unwrap() {
-            Some(Ok(Message::Text(t))) => {
-                let v: Value = serde_json::from_str(&t).unwrap();
-                if v["id"] == json!(id) {
-                    return v;
-                }
-            }
-            Some(Ok(_)) => {}
-            other => panic!("connection ended: {other:?}"),
-        }
-    }
 }
 
 #[tokio::test]
@@ -86,23 +66,21 @@ async fn page_and_assets_are_served_with_their_content_types() {
 #[tokio::test]
 async fn stats_over_the_websocket_list_clients_and_the_fanout_histogram() {
     let serve = ticktrade_serve::spawn(config()).await.unwrap();
-    let (mut page, _) = tokio_tungstenite::connect_async(serve.ws_url()).await.unwrap();
-    let (mut other, _) = tokio_tungstenite::connect_async(serve.ws_url()).await.unwrap();
-    let sub = call(&mut other, 1, "public/subscribe", json!({"channels": ["book.BTC-PERPETUAL.100ms"]})).await;
+    let mut page = WsClient::connect(&serve.ws_url()).await;
+    let mut other = WsClient::connect(&serve.ws_url()).await;
+    let sub = other.call("public/subscribe", json!({"channels": ["book.BTC-PERPETUAL.100ms"]})).await;
     assert_eq!(sub["result"], json!(["book.BTC-PERPETUAL.100ms"]));
     // Read the other client's frames so fan-out delays get recorded.
     let reader = tokio::spawn(async move {
         let mut n = 0u64;
-        while let Some(Ok(_)) = other.next().await {
+        while other.try_next(ticktrade_testkit::ws::WAIT).await.is_some() {
             n += 1;
         }
         n
     });
     let deadline = Instant::now() + Duration::from_secs(15);
-    let mut id = 1;
     let stats = loop {
-        id += 1;
-        let v = call(&mut page, id, "public/ticktrade_get_stats", json!({})).await;
+        let v = page.call("public/ticktrade_get_stats", json!({})).await;
         let r = v["result"].clone();
         assert!(r.is_object(), "{v}");
         let others_messages =

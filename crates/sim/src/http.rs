@@ -14,7 +14,6 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::value::RawValue;
 
-use crate::engine::{now_us, now_utc};
 use crate::rpc::{self, RpcError, Timing};
 use crate::session::{MAX_REQUEST_BYTES, Reply, Session, Shared, handle_call};
 
@@ -61,7 +60,7 @@ fn respond(reply: Reply) -> Response {
 }
 
 fn error(shared: &Shared, id: Option<&str>, err: RpcError, us_in: i64) -> Response {
-    let timing = Timing { us_in, us_out: now_us() };
+    let timing = Timing { us_in, us_out: shared.clock.micros() };
     respond(Reply {
         text: Some(rpc::error(id, &err, timing, shared.testnet)),
         error_code: Some(err.code),
@@ -77,7 +76,7 @@ pub async fn serve(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let us_in = now_us();
+    let us_in = shared.clock.micros();
     if body.len() > MAX_REQUEST_BYTES {
         return error(&shared, None, RpcError::new(-32600, "request entity too large"), us_in);
     }
@@ -109,11 +108,11 @@ pub async fn serve(
     };
     let params: Option<&RawValue> = request.as_ref().and_then(|r| r.params).or(query_raw.as_deref());
 
-    let mut session = Session::new(0, false, shared.limits);
+    let mut session = Session::new(0, false, shared.limits, shared.clock.mono());
     if let Some(auth) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
         let uri_text = uri.path_and_query().map_or(uri.path(), |pq| pq.as_str());
         let checked = shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).check_header(
-            now_utc(),
+            shared.clock.utc(),
             auth,
             method.as_str(),
             uri_text,

@@ -20,6 +20,7 @@
 //!
 //! # Layout
 //! - `rpc`: the error value, typed params (`-32602` names the parameter), envelope wrappers.
+//! - `clock`: `SimClock`, the one source of time, and `TokioClock` for paused-time tests.
 //! - `auth`: keys, `Secret`, tokens, scopes, signatures.
 //! - `fault`: fault kinds, rules, log; `rng`: their seeded draws.
 //! - `market`: the exchange, its synthetic market and catalogue, rendered as API objects.
@@ -29,6 +30,7 @@
 //! - `ws`, `http`, `server`: the front ends and the listener.
 
 pub mod auth;
+pub mod clock;
 pub mod coverage;
 mod engine;
 pub mod fault;
@@ -48,6 +50,7 @@ use ticktrade_core::{Decimal, Side};
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub use auth::{ApiKey, Secret};
+pub use clock::{SimClock, TokioClock};
 pub use fault::{Fault, FaultRecord, FaultRule};
 pub use market::CatalogueError;
 pub use server::TlsSource;
@@ -78,6 +81,8 @@ pub struct SimConfig {
     /// Frames a session may have queued before it is disconnected as a slow consumer.
     pub queue_capacity: usize,
     pub token_expires_s: i64,
+    /// Where every timestamp, token expiry, credit refill and idle check reads time.
+    pub clock: SimClock,
 }
 
 impl Default for SimConfig {
@@ -95,6 +100,7 @@ impl Default for SimConfig {
             min_heartbeat_s: 10,
             queue_capacity: 4_096,
             token_expires_s: 900,
+            clock: SimClock::system(),
         }
     }
 }
@@ -147,7 +153,7 @@ pub async fn spawn_loopback(mut config: SimConfig) -> Result<SimHandle, SimError
 
 /// Starts a simulator on `config.listen`.
 pub async fn spawn(config: SimConfig) -> Result<SimHandle, SimError> {
-    let now = engine::now_utc();
+    let now = config.clock.utc();
     let (catalogue, infos) = match &config.instruments_file {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -164,6 +170,7 @@ pub async fn spawn(config: SimConfig) -> Result<SimHandle, SimError> {
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let shared = Arc::new(Shared {
         engine: engine_tx.clone(),
+        clock: config.clock.clone(),
         tokens: std::sync::Mutex::new(auth::Tokens::new(keys.clone(), config.seed, config.token_expires_s)),
         limits: config.limits,
         testnet: config.testnet,
@@ -180,6 +187,7 @@ pub async fn spawn(config: SimConfig) -> Result<SimHandle, SimError> {
         faults: Faults::new(config.faults.clone(), config.seed),
         fault_log,
         stats: stats.clone(),
+        clock: config.clock.clone(),
     };
     let engine_task = tokio::spawn(engine::run(market, engine_config, engine_rx));
     let (tls, cert_der) = match &config.tls {

@@ -28,9 +28,11 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::auth::{Grant, Tokens};
-use crate::engine::{Command, ENGINE_METHODS, MARKET_DATA_METHODS, now_us, now_utc};
+use crate::clock::SimClock;
+use crate::engine::{Command, ENGINE_METHODS, MARKET_DATA_METHODS};
 use crate::fault::{FaultLog, Faults};
 use crate::rpc::{self, RpcError, Timing};
+use ticktrade_core::Mono;
 use ticktrade_deribit_proto::ratelimit::{Class, Credits, RateLimits, class_of};
 
 /// Deribit's API version string, as `public/test` and `public/hello` report it.
@@ -41,6 +43,7 @@ pub const MAX_REQUEST_BYTES: usize = 32 * 1024;
 /// State shared by every connection.
 pub struct Shared {
     pub engine: mpsc::Sender<Command>,
+    pub clock: SimClock,
     pub tokens: Mutex<Tokens>,
     pub limits: RateLimits,
     pub testnet: bool,
@@ -70,25 +73,19 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(id: u64, websocket: bool, limits: RateLimits) -> Session {
+    pub fn new(id: u64, websocket: bool, limits: RateLimits, now: Mono) -> Session {
         Session {
             id,
             websocket,
             grant: None,
             token: None,
-            credits: Credits::venue(limits, mono_ns()),
+            credits: Credits::venue(limits, now.0),
             cancel_on_disconnect: false,
             heartbeat: None,
             awaiting_test: false,
             logged_out: false,
         }
     }
-}
-
-/// Monotonic nanoseconds for the credit buckets.
-pub fn mono_ns() -> u64 {
-    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
 }
 
 /// What to do after a request.
@@ -119,7 +116,7 @@ const WEBSOCKET_ONLY: &[&str] = &[
 
 /// Handles one text frame / request body.
 pub async fn handle_text(shared: &Shared, session: &mut Session, text: &str) -> Reply {
-    let us_in = now_us();
+    let us_in = shared.clock.micros();
     if text.len() > MAX_REQUEST_BYTES {
         return error_reply(shared, None, RpcError::new(-32600, "request entity too large"), us_in);
     }
@@ -145,7 +142,7 @@ pub async fn handle_text(shared: &Shared, session: &mut Session, text: &str) -> 
 }
 
 fn error_reply(shared: &Shared, id: Option<&str>, err: RpcError, us_in: i64) -> Reply {
-    let timing = Timing { us_in, us_out: now_us() };
+    let timing = Timing { us_in, us_out: shared.clock.micros() };
     Reply { text: Some(rpc::error(id, &err, timing, shared.testnet)), error_code: Some(err.code), ..Reply::default() }
 }
 
@@ -166,12 +163,13 @@ pub async fn handle_call(
 ) -> Reply {
     // Credits first: a flood is answered 10028 and the session ends, as on Deribit.
     let class = class_of(method);
+    let now_ns = shared.clock.mono().0;
     let granted = if session.websocket {
-        session.credits.try_take(class, mono_ns()).is_ok()
+        session.credits.try_take(class, now_ns).is_ok()
     } else {
         let key = session.grant.as_ref().map(|g| g.client_id.clone()).unwrap_or_default();
         let mut all = shared.http_credits.lock().unwrap_or_else(|e| e.into_inner());
-        all.entry(key).or_insert_with(|| Credits::venue(shared.limits, mono_ns())).try_take(class, mono_ns()).is_ok()
+        all.entry(key).or_insert_with(|| Credits::venue(shared.limits, now_ns)).try_take(class, now_ns).is_ok()
     };
     let (delay_ms, forced_10028) = shared.response_faults.lock().map(|mut f| f.on_response()).unwrap_or((0, false));
     if forced_10028 {
@@ -187,7 +185,7 @@ pub async fn handle_call(
     }
     let mut reply = match dispatch(shared, session, id, method, params, us_in).await {
         Ok(Some(result)) => Reply {
-            text: Some(rpc::response(id, &result, Timing { us_in, us_out: now_us() }, shared.testnet)),
+            text: Some(rpc::response(id, &result, Timing { us_in, us_out: shared.clock.micros() }, shared.testnet)),
             ..Reply::default()
         },
         Ok(None) => Reply::default(),
@@ -251,7 +249,8 @@ async fn dispatch(
     // An access_token in params authenticates this request (and, on WS, the connection).
     if private && let Some(token) = rpc::params::<TokenParam>(params).ok().and_then(|p| p.access_token) {
         let connection = session.websocket.then_some(session.id);
-        let grant = shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).check(now_utc(), &token, connection)?;
+        let grant =
+            shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).check(shared.clock.utc(), &token, connection)?;
         session.grant = Some(grant);
         session.token = Some(token);
     }
@@ -261,7 +260,11 @@ async fn dispatch(
         if session.websocket
             && let Some(token) = &session.token
         {
-            shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).check(now_utc(), token, Some(session.id))?;
+            shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).check(
+                shared.clock.utc(),
+                token,
+                Some(session.id),
+            )?;
         }
         if !scope_allows(grant, method) {
             return Err(RpcError::new(13021, "forbidden"));

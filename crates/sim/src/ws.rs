@@ -1,8 +1,11 @@
 //! The WebSocket front end at `/ws/api/v2`: one reader loop and one writer task per socket.
 //!
 //! Owns: the socket of one session, its bounded outbound queue, heartbeats (`test_request`
-//! every interval; close 4000 "heartbeat close" when unanswered), the close reason sent on
-//! every server-side close, and cancel-on-disconnect on the way out.
+//! every interval; close 4000 "heartbeat close" when unanswered), the idle close, the close
+//! reason sent on every server-side close, and cancel-on-disconnect on the way out.
+//! Time: the idle check reads the `SimClock`; the heartbeat interval and the idle check's
+//! period wait on tokio's timer, so a test with paused tokio time and a `TokioClock` drives
+//! both without waiting.
 //! Must not: block the engine: the engine only ever `try_send`s into this session's queue.
 //!
 //! The socket is `yawc`'s (see `server` for why): it answers pings itself, negotiates
@@ -41,13 +44,13 @@ pub async fn serve(socket: HttpWebSocket, shared: Arc<Shared>, mut shutdown: wat
     tracing::debug!(session = id, "websocket session opened");
     let (sink, mut stream) = socket.split();
     let writer = tokio::spawn(write_loop(sink, rx, kill.watch()));
-    let mut session = Session::new(id, true, shared.limits);
+    let mut session = Session::new(id, true, shared.limits, shared.clock.mono());
     let mut killed = kill.watch();
     let mut heartbeat: Option<tokio::time::Interval> = None;
     let mut heartbeat_secs = None;
     let mut closing_reply = false;
     // Deribit drops a socket that sends nothing and subscribes to nothing after about 60 s.
-    let mut last_request = tokio::time::Instant::now();
+    let mut last_request = shared.clock.mono();
     let mut subscribed = false;
     let mut idle_check = tokio::time::interval(IDLE_CHECK);
     loop {
@@ -70,7 +73,7 @@ pub async fn serve(socket: HttpWebSocket, shared: Arc<Shared>, mut shutdown: wat
                 };
                 match frame.opcode() {
                     OpCode::Text | OpCode::Binary => {
-                        last_request = tokio::time::Instant::now();
+                        last_request = shared.clock.mono();
                         let text = String::from_utf8_lossy(frame.payload());
                         subscribed |= text.contains("subscribe");
                         let reply = handle_text(&shared, &mut session, &text).await;
@@ -97,7 +100,7 @@ pub async fn serve(socket: HttpWebSocket, shared: Arc<Shared>, mut shutdown: wat
                 }
             }
             _ = idle_check.tick() => {
-                if !subscribed && session.heartbeat.is_none() && last_request.elapsed() >= IDLE_TIMEOUT {
+                if !subscribed && session.heartbeat.is_none() && shared.clock.mono().since(last_request) >= IDLE_TIMEOUT.as_nanos() as u64 {
                     kill.fire(4004, "idle connection: no requests or subscriptions");
                     break;
                 }

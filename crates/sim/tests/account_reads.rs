@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Client, sim};
+use common::{Auth, WsClient, sim};
 use serde_json::{Value, json};
 
 fn ids(reply: &Value) -> Vec<String> {
@@ -15,7 +15,7 @@ fn ids(reply: &Value) -> Vec<String> {
 #[tokio::test]
 async fn user_trades_by_time_and_orders_by_label() {
     let sim = sim().await;
-    let mut c = Client::connect(&sim.ws_url()).await;
+    let mut c = WsClient::connect(&sim.ws_url()).await;
     c.auth().await;
     let perp = json!({"instrument_name": "BTC-PERPETUAL"});
     for amount in [10, 20] {

@@ -9,7 +9,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::Client;
+use common::{Auth, WsClient};
 use serde_json::json;
 use ticktrade_sim::coverage::{self, Coverage};
 use ticktrade_sim::{RateLimits, SimConfig};
@@ -64,7 +64,7 @@ async fn served_methods_are_dispatched_and_the_rest_say_why() {
     // Every method once, faster than Deribit's credits allow.
     let config = SimConfig { rate_per_s: 200, limits: RateLimits::unlimited(), ..SimConfig::default() };
     let sim = ticktrade_sim::spawn_loopback(config).await.unwrap();
-    let mut c = Client::connect(&sim.ws_url()).await;
+    let mut c = WsClient::connect(&sim.ws_url()).await;
     c.auth().await;
     for (method, coverage) in coverage::table() {
         if method == "private/logout" {

@@ -5,15 +5,15 @@
 
 mod common;
 
-use common::{Client, sim};
+use common::{Auth, WsClient, sim};
 use serde_json::{Value, json};
 use ticktrade_sim::Fault;
 
 const CHANNEL: &str = "book.BTC-PERPETUAL.raw";
 
-async fn subscribed() -> (ticktrade_sim::SimHandle, Client, i64) {
+async fn subscribed() -> (ticktrade_sim::SimHandle, WsClient, i64) {
     let sim = sim().await;
-    let mut c = Client::connect(&sim.ws_url()).await;
+    let mut c = WsClient::connect(&sim.ws_url()).await;
     c.auth().await;
     c.call("public/subscribe", json!({"channels": [CHANNEL]})).await;
     let snapshot = c.notification(CHANNEL).await;
@@ -99,7 +99,7 @@ async fn restarted_book_sends_a_snapshot_without_the_removed_levels() {
 #[tokio::test]
 async fn session_faults_reach_the_client() {
     let sim = sim().await;
-    let mut c = Client::connect(&sim.ws_url()).await;
+    let mut c = WsClient::connect(&sim.ws_url()).await;
     c.call("public/test", json!({})).await;
     sim.inject(Fault::MalformedFrame { session: None });
     let frame = loop {
@@ -119,7 +119,7 @@ async fn session_faults_reach_the_client() {
     assert_eq!(v["error"]["code"], 10028);
     assert_eq!(c.wait_closed().await.map(|c| c.0), Some(4029));
 
-    let mut d = Client::connect(&sim.ws_url()).await;
+    let mut d = WsClient::connect(&sim.ws_url()).await;
     d.call("public/test", json!({})).await;
     sim.inject(Fault::Disconnect { session: None });
     assert_eq!(d.wait_closed().await, Some((4002, "fault injection: disconnect".to_owned())));
@@ -140,7 +140,7 @@ async fn rules_from_the_command_line_fire_with_a_seed() {
     })
     .await
     .unwrap();
-    let mut c = Client::connect(&sim.ws_url()).await;
+    let mut c = WsClient::connect(&sim.ws_url()).await;
     c.auth().await;
     c.call("public/subscribe", json!({"channels": [CHANNEL]})).await;
     c.notification(CHANNEL).await;

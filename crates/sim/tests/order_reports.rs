@@ -10,14 +10,13 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use futures_util::{SinkExt, StreamExt};
+use common::WsClient;
 use ticktrade_core::{Decimal, InstrumentSpec, Price, Qty, Side};
 use ticktrade_deribit_proto::frame::{ChannelKind, Frame, scan_frame};
 use ticktrade_deribit_proto::order::{Label, OrderEncoder, OrderKind, OrderRequest, OrderTag, TimeInForce};
 use ticktrade_deribit_proto::report::{self, DecodePath, OrderState};
 use ticktrade_deribit_proto::requests::{self, Scope};
 use ticktrade_deribit_proto::signature::Secret;
-use tokio_tungstenite::tungstenite::Message;
 
 /// Writes one request into the buffer.
 type Step<'s> = &'s dyn Fn(&mut Vec<u8>);
@@ -83,7 +82,7 @@ fn check(frame: &str, seen: &mut Seen) {
 #[tokio::test]
 async fn the_simulators_order_frames_take_the_fixed_path() {
     let sim = common::sim().await;
-    let (mut ws, _) = tokio_tungstenite::connect_async(sim.ws_url().as_str()).await.unwrap();
+    let mut ws = WsClient::connect(&sim.ws_url()).await;
     let spec =
         InstrumentSpec::simple("BTC-PERPETUAL", Decimal::parse("0.5").unwrap(), Decimal::parse("10").unwrap()).unwrap();
     let encoder = OrderEncoder::new(&spec);
@@ -163,13 +162,13 @@ async fn the_simulators_order_frames_take_the_fixed_path() {
     for (i, step) in steps.iter().enumerate() {
         out.clear();
         step(&mut out);
-        ws.send(Message::Text(String::from_utf8(out.clone()).unwrap().into())).await.unwrap();
+        ws.send_text(std::str::from_utf8(&out).unwrap()).await;
         let want = if i == 6 { 70 } else { i as u64 + 1 };
         read_until(&mut ws, &mut seen, |s| s.responses.contains(&want)).await;
     }
     out.clear();
     requests::cancel_all(&mut out, 7);
-    ws.send(Message::Text(String::from_utf8(out.clone()).unwrap().into())).await.unwrap();
+    ws.send_text(std::str::from_utf8(&out).unwrap()).await;
     read_until(&mut ws, &mut seen, |s| {
         s.responses.contains(&7) && s.trade_notes > 0 && s.order_notes >= 4 && s.order_arrays > 0 && s.change_notes > 0
     })
@@ -178,15 +177,9 @@ async fn the_simulators_order_frames_take_the_fixed_path() {
     sim.shutdown().await;
 }
 
-async fn read_until(
-    ws: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
-    seen: &mut Seen,
-    done: impl Fn(&Seen) -> bool,
-) {
+async fn read_until(ws: &mut WsClient, seen: &mut Seen, done: impl Fn(&Seen) -> bool) {
     while !done(seen) {
-        let message = tokio::time::timeout(common::WAIT, ws.next()).await.expect("timed out").unwrap().unwrap();
-        if let Message::Text(text) = message {
-            check(text.as_str(), seen);
-        }
+        let text = ws.next_text().await.expect("socket closed");
+        check(&text, seen);
     }
 }

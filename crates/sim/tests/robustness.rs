@@ -6,15 +6,16 @@
 
 mod common;
 
-use common::{Client, sim};
+use common::{Auth, WsClient, sim};
 use futures_util::SinkExt;
 use serde_json::json;
-use ticktrade_sim::{RateLimits, SimConfig};
+use ticktrade_core::Utc;
+use ticktrade_sim::{RateLimits, SimClock, SimConfig};
+use ticktrade_testkit::ws::Message;
 use tokio::io::AsyncWriteExt;
-use tokio_tungstenite::tungstenite::Message;
 
 /// A bystander session with a live subscription must keep getting chained changes.
-async fn bystander_still_fine(bystander: &mut Client, channel: &str, last: &mut i64) {
+async fn bystander_still_fine(bystander: &mut WsClient, channel: &str, last: &mut i64) {
     for _ in 0..3 {
         let change = bystander.notification(channel).await;
         let data = &change["params"]["data"];
@@ -28,12 +29,12 @@ async fn bystander_still_fine(bystander: &mut Client, channel: &str, last: &mut 
 async fn malformed_input_is_contained() {
     let sim = sim().await;
     let channel = "book.BTC-PERPETUAL.100ms";
-    let mut bystander = Client::connect(&sim.ws_url()).await;
+    let mut bystander = WsClient::connect(&sim.ws_url()).await;
     bystander.call("public/subscribe", json!({"channels": [channel]})).await;
     let snapshot = bystander.notification(channel).await;
     let mut last = snapshot["params"]["data"]["change_id"].as_i64().unwrap();
 
-    let mut bad = Client::connect(&sim.ws_url()).await;
+    let mut bad = WsClient::connect(&sim.ws_url()).await;
     // Not JSON: 11050 "invalid json" without an id, socket stays open.
     bad.send_text("this is not json {").await;
     let reply = bad.next().await.unwrap();
@@ -73,7 +74,7 @@ async fn malformed_input_is_contained() {
     bystander_still_fine(&mut bystander, channel, &mut last).await;
 
     // A 16 MiB frame: that session is closed with 1009, nobody else notices.
-    let mut huge = Client::connect(&sim.ws_url()).await;
+    let mut huge = WsClient::connect(&sim.ws_url()).await;
     let payload = "y".repeat(16 << 20);
     let _ = huge.ws.send(Message::Text(payload.into())).await;
     let closed = huge.wait_closed().await;
@@ -87,7 +88,7 @@ async fn malformed_input_is_contained() {
     let mut silent = tokio::net::TcpStream::connect(sim.addr()).await.unwrap();
     let mut partial = tokio::net::TcpStream::connect(sim.addr()).await.unwrap();
     partial.write_all(b"GET /ws/api/v2 HTTP/1.1\r\nHost: x\r\nUpgrade: websock").await.unwrap();
-    let quiet = Client::connect(&sim.ws_url()).await;
+    let quiet = WsClient::connect(&sim.ws_url()).await;
     bystander_still_fine(&mut bystander, channel, &mut last).await;
     silent.write_all(b"\x16\x03\x01garbage\r\n\r\n").await.unwrap();
     bystander_still_fine(&mut bystander, channel, &mut last).await;
@@ -98,8 +99,8 @@ async fn malformed_input_is_contained() {
 #[tokio::test]
 async fn request_flood_gets_10028_then_disconnect() {
     let sim = sim().await;
-    let mut bystander = Client::connect(&sim.ws_url()).await;
-    let mut flooder = Client::connect(&sim.ws_url()).await;
+    let mut bystander = WsClient::connect(&sim.ws_url()).await;
+    let mut flooder = WsClient::connect(&sim.ws_url()).await;
     // Fire 300 requests without reading; the burst allows 100.
     for _ in 0..300 {
         flooder.request("public/get_time", json!({})).await;
@@ -111,7 +112,7 @@ async fn request_flood_gets_10028_then_disconnect() {
         }
     }
     assert!(saw_10028);
-    let (code, reason) = flooder.closed.clone().expect("close frame with a reason");
+    let (code, reason) = flooder.close_frame().expect("close frame with a reason");
     assert_eq!(code, 4029);
     assert!(reason.contains("too_many_requests"), "{reason}");
     assert_eq!(bystander.call("public/test", json!({})).await["result"]["version"], "1.2.26");
@@ -124,7 +125,7 @@ async fn slow_subscriber_is_disconnected_with_a_reason() {
     let config =
         SimConfig { rate_per_s: 5_000, queue_capacity: 16, limits: RateLimits::unlimited(), ..SimConfig::default() };
     let sim = ticktrade_sim::spawn_loopback(config).await.unwrap();
-    let mut slow = Client::connect_small_buffer(sim.addr(), &sim.ws_url()).await;
+    let mut slow = WsClient::connect_small_buffer(sim.addr(), &sim.ws_url()).await;
     slow.auth().await;
     let channels = json!([
         "book.BTC-PERPETUAL.raw",
@@ -134,7 +135,7 @@ async fn slow_subscriber_is_disconnected_with_a_reason() {
     ]);
     slow.request("public/subscribe", json!({"channels": channels})).await;
     // Never read: the queue (16 frames) fills and the server closes with 4003.
-    let mut bystander = Client::connect(&sim.ws_url()).await;
+    let mut bystander = WsClient::connect(&sim.ws_url()).await;
     let mut closed = None;
     // Bounded so a regression fails instead of hanging; the bound is not a timing assertion.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -154,14 +155,23 @@ async fn slow_subscriber_is_disconnected_with_a_reason() {
     sim.shutdown().await;
 }
 
-#[tokio::test]
+// Paused tokio time: the heartbeat interval and the client's deadlines are virtual, so the
+// test takes no wall time waiting for heartbeats.
+#[tokio::test(start_paused = true)]
 async fn unanswered_heartbeat_closes_with_4000() {
-    let config = SimConfig { min_heartbeat_s: 1, ..SimConfig::default() };
+    let config = SimConfig {
+        min_heartbeat_s: 2,
+        clock: SimClock::tokio(Utc::from_millis(1_700_000_000_000)),
+        ..SimConfig::default()
+    };
     let sim = ticktrade_sim::spawn_loopback(config).await.unwrap();
-    let mut c = Client::connect(&sim.ws_url()).await;
-    assert_eq!(c.call("public/set_heartbeat", json!({"interval": 1})).await["result"], "ok");
+    let mut c = WsClient::connect(&sim.ws_url()).await;
+    assert_eq!(c.call("public/set_heartbeat", json!({"interval": 1})).await["error"]["code"], -32602);
+    assert_eq!(c.call("public/set_heartbeat", json!({"interval": 2})).await["result"], "ok");
+    let set_at = tokio::time::Instant::now();
     let hb = c.notification_method("heartbeat").await;
     assert_eq!(hb["params"]["type"], "test_request");
+    assert!(set_at.elapsed() >= std::time::Duration::from_secs(2), "a test_request before the interval");
     // Answered: the session stays up through the next test_request.
     c.call("public/test", json!({})).await;
     let hb = c.notification_method("heartbeat").await;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use futures_util::{SinkExt, StreamExt};
 use rustls::pki_types::{CertificateDer, ServerName};
 use ticktrade_sim::{SimConfig, TlsSource};
+use ticktrade_testkit::WsClient;
+use ticktrade_testkit::ws::{Connector, Message};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio_tungstenite::Connector;
-use tokio_tungstenite::tungstenite::Message;
 
 fn client_config(cert: &[u8]) -> Arc<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
@@ -31,23 +31,11 @@ async fn wss_and_https_with_a_self_signed_certificate() {
     assert!(sim.ws_url().starts_with("wss://"));
     let config = client_config(sim.certificate_der().unwrap());
 
-    let (mut ws, _) = tokio_tungstenite::connect_async_tls_with_config(
-        sim.ws_url(),
-        None,
-        false,
-        Some(Connector::Rustls(config.clone())),
-    )
-    .await
-    .unwrap();
-    ws.send(Message::Text(r#"{"jsonrpc":"2.0","id":1,"method":"public/test","params":{}}"#.into())).await.unwrap();
-    let reply = loop {
-        if let Some(Ok(Message::Text(t))) = ws.next().await {
-            break t;
-        }
-    };
-    let v: serde_json::Value = serde_json::from_str(reply.as_str()).unwrap();
+    let mut client = WsClient::connect_tls(&sim.ws_url(), Connector::Rustls(config.clone())).await;
+    let v = client.call("public/test", serde_json::json!({})).await;
     assert_eq!(v["result"]["version"], "1.2.26");
     // Pings are answered.
+    let ws = &mut client.ws;
     ws.send(Message::Ping(b"p".to_vec().into())).await.unwrap();
     let pong = loop {
         match ws.next().await {

@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{Client, sim};
+use common::{Auth, WsClient, sim};
 use serde_json::{Value, json};
 
 /// Single paths not compared, and why.
@@ -151,7 +151,7 @@ impl Checker {
 #[tokio::test]
 async fn replies_match_the_vectors_key_for_key() {
     let sim = sim().await;
-    let mut c = Client::connect(&sim.ws_url()).await;
+    let mut c = WsClient::connect(&sim.ws_url()).await;
     let mut check = Checker { failures: Vec::new(), checked: 0 };
     let auth = c.auth().await;
     check.method("public/auth", &auth);

@@ -4,14 +4,18 @@
 
 mod common;
 
-use common::{Client, sim};
+use common::{Auth, WsClient, sim};
 use serde_json::json;
+use std::sync::Arc;
+
+use ticktrade_core::{ManualClock, Utc};
 use ticktrade_sim::auth::{Secret, sign};
+use ticktrade_sim::{SimClock, SimConfig};
 
 #[tokio::test]
 async fn auth_with_all_three_grants() {
     let sim = sim().await;
-    let mut c = Client::connect(&sim.ws_url()).await;
+    let mut c = WsClient::connect(&sim.ws_url()).await;
     let denied = c.call("private/get_positions", json!({})).await;
     assert_eq!(denied["error"]["code"], 13009, "{denied}");
 
@@ -26,7 +30,7 @@ async fn auth_with_all_three_grants() {
     let reused = c.call("public/auth", json!({"grant_type": "refresh_token", "refresh_token": refresh})).await;
     assert_eq!(reused["error"]["code"], 13009, "refresh tokens are single-use: {reused}");
 
-    let mut c2 = Client::connect(&sim.ws_url()).await;
+    let mut c2 = WsClient::connect(&sim.ws_url()).await;
     let ts = ticktrade_sim_now_ms();
     let sig = sign(&Secret::new("ticktrade-sim-secret"), &format!("{ts}\nn0nce\n"));
     let signed = c2
@@ -51,6 +55,35 @@ async fn auth_with_all_three_grants() {
     sim.shutdown().await;
 }
 
+/// Token expiry follows the simulator's clock, not the wall: a manual clock moved past the
+/// lifetime expires the token at once, and the refresh token still works.
+#[tokio::test]
+async fn tokens_expire_on_the_simulators_clock() {
+    let start = Utc::from_millis(1_700_000_000_000);
+    let manual = Arc::new(ManualClock::new(start));
+    let config = SimConfig { clock: SimClock::shared(manual.clone()), ..SimConfig::default() };
+    let sim = ticktrade_sim::spawn_loopback(config).await.unwrap();
+    let mut c = WsClient::connect(&sim.ws_url()).await;
+    assert_eq!(c.call("public/get_time", json!({})).await["result"], json!(start.as_millis()));
+    let first = c.auth().await;
+    assert_eq!(first["result"]["expires_in"], 900);
+    let refresh = first["result"]["refresh_token"].as_str().unwrap().to_owned();
+    let positions = json!({"currency": "BTC"});
+    manual.advance_nanos(899 * SECOND_NS);
+    assert!(c.call("private/get_positions", positions.clone()).await["result"].is_array());
+    manual.advance_nanos(SECOND_NS);
+    let expired = c.call("private/get_positions", positions.clone()).await;
+    assert_eq!(expired["error"]["code"], 13009, "{expired}");
+    assert_eq!(expired["error"]["data"]["reason"], "token_expired", "{expired}");
+    assert_eq!(c.call("public/get_time", json!({})).await["result"], json!(start.as_millis() + 900_000));
+    let again = c.call("public/auth", json!({"grant_type": "refresh_token", "refresh_token": refresh})).await;
+    assert!(again["result"]["access_token"].is_string(), "{again}");
+    assert!(c.call("private/get_positions", positions).await["result"].is_array());
+    sim.shutdown().await;
+}
+
+const SECOND_NS: u64 = 1_000_000_000;
+
 fn ticktrade_sim_now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
 }
@@ -58,7 +91,7 @@ fn ticktrade_sim_now_ms() -> i64 {
 #[tokio::test]
 async fn session_methods_and_errors() {
     let sim = sim().await;
-    let mut c = Client::connect(&sim.ws_url()).await;
+    let mut c = WsClient::connect(&sim.ws_url()).await;
     assert_eq!(c.call("public/test", json!({})).await["result"]["version"], "1.2.26");
     assert!(c.call("public/get_time", json!({})).await["result"].as_i64().unwrap() > 1_600_000_000_000);
     assert!(
@@ -86,7 +119,7 @@ async fn session_methods_and_errors() {
 #[tokio::test]
 async fn place_edit_cancel() {
     let sim = sim().await;
-    let mut c = Client::connect(&sim.ws_url()).await;
+    let mut c = WsClient::connect(&sim.ws_url()).await;
     c.auth().await;
     let book = c.call("public/get_order_book", json!({"instrument_name": "BTC-PERPETUAL", "depth": 5})).await;
     let best_bid = book["result"]["best_bid_price"].as_f64().unwrap();
@@ -142,7 +175,7 @@ async fn place_edit_cancel() {
 #[tokio::test]
 async fn book_subscription_snapshot_then_chained_changes() {
     let sim = sim().await;
-    let mut public = Client::connect(&sim.ws_url()).await;
+    let mut public = WsClient::connect(&sim.ws_url()).await;
     let raw = public.call("public/subscribe", json!({"channels": ["book.BTC-PERPETUAL.raw"]})).await;
     assert_eq!(raw["error"]["code"], 13778, "raw needs auth: {raw}");
     let ack =
@@ -150,7 +183,7 @@ async fn book_subscription_snapshot_then_chained_changes() {
     assert_eq!(ack["result"], json!(["book.BTC-PERPETUAL.100ms"]), "unknown channels are dropped: {ack}");
     check_chain(&mut public, "book.BTC-PERPETUAL.100ms").await;
 
-    let mut private = Client::connect(&sim.ws_url()).await;
+    let mut private = WsClient::connect(&sim.ws_url()).await;
     private.auth().await;
     let ack = private.call("public/subscribe", json!({"channels": ["book.ETH-PERPETUAL.raw"]})).await;
     assert_eq!(ack["result"], json!(["book.ETH-PERPETUAL.raw"]));
@@ -158,7 +191,7 @@ async fn book_subscription_snapshot_then_chained_changes() {
     sim.shutdown().await;
 }
 
-async fn check_chain(c: &mut Client, channel: &str) {
+async fn check_chain(c: &mut WsClient, channel: &str) {
     let snapshot = c.notification(channel).await;
     let data = &snapshot["params"]["data"];
     assert_eq!(data["type"], "snapshot", "{snapshot}");
@@ -177,7 +210,7 @@ async fn check_chain(c: &mut Client, channel: &str) {
 #[tokio::test]
 async fn user_channels_follow_orders() {
     let sim = sim().await;
-    let mut c = Client::connect(&sim.ws_url()).await;
+    let mut c = WsClient::connect(&sim.ws_url()).await;
     c.auth().await;
     let channels = json!([
         "user.orders.any.any.raw",
@@ -203,13 +236,13 @@ async fn user_channels_follow_orders() {
 #[tokio::test]
 async fn cancel_on_disconnect_cancels_but_logout_does_not() {
     let sim = sim().await;
-    let mut c = Client::connect(&sim.ws_url()).await;
+    let mut c = WsClient::connect(&sim.ws_url()).await;
     c.auth().await;
     c.call("private/enable_cancel_on_disconnect", json!({})).await;
     let placed =
         c.call("private/sell", json!({"instrument_name": "BTC-PERPETUAL", "amount": 10, "price": 1_000_000})).await;
     let id = placed["result"]["order"]["order_id"].as_str().unwrap().to_owned();
-    let mut user = Client::connect(&sim.ws_url()).await;
+    let mut user = WsClient::connect(&sim.ws_url()).await;
     user.auth().await;
     let user_cancel =
         user.call("private/sell", json!({"instrument_name": "BTC-PERPETUAL", "amount": 10, "price": 1_000_000})).await;
@@ -218,7 +251,7 @@ async fn cancel_on_disconnect_cancels_but_logout_does_not() {
     assert_eq!(cancelled["result"]["cancel_reason"], "user_request", "{cancelled}");
     drop(user);
     drop(c);
-    let mut watcher = Client::connect(&sim.ws_url()).await;
+    let mut watcher = WsClient::connect(&sim.ws_url()).await;
     watcher.auth().await;
     // The order was cancelled by the time the engine processed the disconnect; poll the state
     // through requests (each is a round trip through the same engine queue, no sleeping).
@@ -241,7 +274,7 @@ async fn cancel_on_disconnect_cancels_but_logout_does_not() {
     watcher.request("private/logout", json!({"invalidate_token": false})).await;
     let close = watcher.wait_closed().await;
     assert_eq!(close.map(|c| c.1), Some("logout".to_owned()));
-    let mut after = Client::connect(&sim.ws_url()).await;
+    let mut after = WsClient::connect(&sim.ws_url()).await;
     after.auth().await;
     let v = after.call("private/get_open_orders", json!({})).await;
     assert_eq!(v["result"].as_array().unwrap().len(), 1, "logout keeps orders: {v}");
@@ -251,7 +284,7 @@ async fn cancel_on_disconnect_cancels_but_logout_does_not() {
 #[tokio::test]
 async fn trailing_stop_rests_untriggered_then_fires_when_the_market_falls() {
     let sim = sim().await;
-    let mut c = Client::connect(&sim.ws_url()).await;
+    let mut c = WsClient::connect(&sim.ws_url()).await;
     c.auth().await;
     let offset = 20.0;
     let placed = c

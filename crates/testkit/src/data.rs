@@ -4,7 +4,7 @@
 //! tests find the same files in a clean clone) and the `*.frames.jsonl` recording format: one
 //! line per frame, `{"t": <receive epoch seconds>, "dir": "client->server"|"server->client",
 //! "msg": <frame JSON>}`.
-//! Must not: read `/work/shared` or anything outside `testdata/`.
+//! Must not: read anything outside the repository's `testdata/`.
 
 use std::path::{Path, PathBuf};
 

@@ -1,8 +1,10 @@
-//! Test helpers every ticktrade crate may dev-depend on: a per-thread allocation counter and
-//! loaders for the recorded data in the repository's `testdata/`.
+//! Test helpers every ticktrade crate may dev-depend on: a per-thread allocation counter,
+//! loaders for the recorded data in the repository's `testdata/`, and the one WebSocket
+//! JSON-RPC client of the loopback tests.
 //!
 //! Owns: `CountingAlloc` (proves "no allocation on the hot path") and the paths and formats of
-//! `testdata/` (`deribit/examples/`, `hyperliquid/examples/`, `*.frames.jsonl` recordings).
+//! `testdata/` (`deribit/examples/`, `hyperliquid/examples/`, `*.frames.jsonl` recordings),
+//! `WsClient` (connect, JSON-RPC calls by id, notifications by channel, the close reason).
 //! Must not: depend on any other ticktrade crate (it is a leaf, so there are no dev-dependency
 //! cycles; the tidy test checks it), or be a normal dependency of anything.
 //!
@@ -13,12 +15,15 @@
 //! - `alloc`: `CountingAlloc`, a `GlobalAlloc` over `System` with thread-local counters.
 //! - `data`: `testdata`, `read_testdata`, `deribit_vector`, `hl_vector`, `vector_names`,
 //!   `recorded_frames`, `recorded_frame_lines`.
+//! - `ws`: `WsClient`, the loopback tests' WebSocket client.
 
 pub mod alloc;
 pub mod data;
+pub mod ws;
 
 pub use alloc::{AllocCount, CountingAlloc};
 pub use data::{
     Direction, RecordedFrame, deribit_vector, hl_vector, read_testdata, recorded_frame_lines, recorded_frames,
     testdata, vector_names,
 };
+pub use ws::WsClient;

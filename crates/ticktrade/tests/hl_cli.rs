@@ -7,9 +7,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::Message;
+use ticktrade_testkit::WsClient;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ticktrade");
 
@@ -66,32 +65,18 @@ fn start_server(dir: &std::path::Path) -> (Server, String, String) {
     (server, url, line)
 }
 
-async fn next_json(
-    ws: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
-) -> Value {
-    loop {
-        let msg = tokio::time::timeout(Duration::from_secs(30), ws.next())
-            .await
-            .expect("a frame within 30 s")
-            .unwrap()
-            .unwrap();
-        if let Message::Text(text) = msg {
-            return serde_json::from_str(&text).unwrap();
-        }
-    }
+/// A client of the server process (30 s a frame: the process may still be starting).
+async fn client(url: &str) -> WsClient {
+    let mut ws = WsClient::connect(url).await;
+    ws.set_wait(Duration::from_secs(30));
+    ws
 }
 
 /// Subscribes to BTC's `l4Book` and returns the height of the snapshot the server answers with.
-async fn subscribe_l4_btc(
-    ws: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
-) -> u64 {
-    ws.send(Message::Text(
-        json!({"method": "subscribe", "subscription": {"type": "l4Book", "coin": "BTC"}}).to_string().into(),
-    ))
-    .await
-    .unwrap();
-    assert_eq!(next_json(ws).await["channel"], "subscriptionResponse");
-    next_json(ws).await["data"]["Snapshot"]["height"].as_u64().expect("a snapshot height")
+async fn subscribe_l4_btc(ws: &mut WsClient) -> u64 {
+    ws.send_json(&json!({"method": "subscribe", "subscription": {"type": "l4Book", "coin": "BTC"}})).await;
+    assert_eq!(ws.next_json().await["channel"], "subscriptionResponse");
+    ws.next_json().await["data"]["Snapshot"]["height"].as_u64().expect("a snapshot height")
 }
 
 #[tokio::test]
@@ -101,18 +86,13 @@ async fn server_process_follows_generator_process() {
     let (_server, url, line) = start_server(tmp.path());
     assert!(line.contains("snapshot at block 1000000"), "{line}");
 
-    let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    let mut ws = client(&url).await;
     // The engine reads the files already there before it answers anyone: block 1 is applied.
     assert_eq!(subscribe_l4_btc(&mut ws).await, 1_000_001);
-    ws.send(Message::Text(
-        json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC", "nSigFigs": 3}})
-            .to_string()
-            .into(),
-    ))
-    .await
-    .unwrap();
-    assert_eq!(next_json(&mut ws).await["channel"], "subscriptionResponse");
-    let book = next_json(&mut ws).await;
+    ws.send_json(&json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC", "nSigFigs": 3}}))
+        .await;
+    assert_eq!(ws.next_json().await["channel"], "subscriptionResponse");
+    let book = ws.next_json().await;
     assert_eq!(book["channel"], "l2Book");
     assert!(!book["data"]["levels"][0].as_array().unwrap().is_empty());
 
@@ -120,7 +100,7 @@ async fn server_process_follows_generator_process() {
     generate(tmp.path(), 4);
     let mut heights = Vec::new();
     while heights.last() != Some(&1_000_004) {
-        let msg = next_json(&mut ws).await;
+        let msg = ws.next_json().await;
         if msg["channel"] == "l4Book" {
             heights.push(msg["data"]["Updates"]["height"].as_u64().unwrap());
         }
@@ -217,11 +197,11 @@ async fn demo_generates_and_serves_in_one_process() {
     assert!(lines.iter().any(|l| l.contains(&format!("http://{addr}/info"))), "{lines:?}");
 
     // The generator runs on: l4Book updates arrive block after block.
-    let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    let mut ws = client(&url).await;
     let start = subscribe_l4_btc(&mut ws).await;
     let mut heights = Vec::new();
     while heights.len() < 3 {
-        let msg = next_json(&mut ws).await;
+        let msg = ws.next_json().await;
         if msg["channel"] == "l4Book" {
             heights.push(msg["data"]["Updates"]["height"].as_u64().unwrap());
         }

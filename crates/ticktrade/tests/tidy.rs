@@ -1,5 +1,5 @@
-//! Architecture checks run as tests (rust-analyzer's "tidy"): the rules of STYLE.md §1 and §9
-//! that the compiler does not enforce.
+//! Architecture checks run as tests (rust-analyzer's "tidy"): the layering and hygiene rules
+//! (docs/ARCHITECTURE.md) that the compiler does not enforce.
 //!
 //! - Pure crates have no normal dependency on an I/O crate (tokio, sockets, TLS, HTTP), nor on
 //!   an I/O ticktrade crate.
@@ -11,6 +11,8 @@
 //!   binary or benchmark) holds the RFC 6455 GUID, frame-byte constants (`0x81`…`0x8A`, the
 //!   `126`/`127` length forms, `& 0x7f` on a length byte) or a four-byte mask XOR loop. Using a
 //!   WebSocket library (tungstenite, yawc) or `ticktrade_net::frame` trips none of these.
+//! - No comment or doc points to a file outside the repository, and every section reference
+//!   names a section that exists (`pointers`, over every tracked source, doc and script).
 //!
 //! Test code is whatever item follows a `#[cfg(test)]` (or `#[cfg(any(test, …))]`) attribute,
 //! found by matching braces, plus the files of out-of-line `#[cfg(test)] mod name;` modules.
@@ -25,6 +27,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
+
+#[path = "tidy/pointers.rs"]
+mod pointers;
 
 const PURE_CRATES: [&str; 7] = [
     "ticktrade-core",

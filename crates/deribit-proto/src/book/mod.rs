@@ -7,8 +7,9 @@
 //! Must not: allocate once the caller's buffers are warm, panic on any input, or apply
 //! anything to a book (that is `ticktrade_book`; this only reports what the frame says).
 //!
-//! Why by hand: research/limits.md §2 measured a hand scanner at ~69–125 ns per 316 B change
-//! against ~430 ns for serde typed decoding. The decoder takes a fixed-prefix fast path for
+//! Why by hand: a hand scanner took ~69–125 ns per 316 B change on the calibration host
+//! (docs/PERFORMANCE.md §2) against ~430 ns for serde typed decoding;
+//! `cargo bench -p ticktrade-deribit-proto --bench book_decode` runs both on the same frames. The decoder takes a fixed-prefix fast path for
 //! the envelope Deribit always sends (`{"jsonrpc":"2.0","method":"subscription","params":`)
 //! and otherwise walks members in any order; both paths share the same member code.
 

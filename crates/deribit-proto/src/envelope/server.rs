@@ -2,7 +2,7 @@
 //! client's request and encoding responses, errors, notifications and heartbeats.
 //!
 //! Owns: Deribit's envelope rules for requests (named params only, no batches, non-JSON →
-//! 11050 `bad_request` without an id, REFERENCE §2 and §13.2) and the response stamps
+//! 11050 `bad_request` without an id, as Deribit answers them) and the response stamps
 //! `usIn`/`usOut`/`usDiff`/`testnet`.
 //! Must not: read a clock (the caller passes the stamps) or interpret `params`.
 

@@ -40,7 +40,8 @@ pub(crate) enum Gate {
 
 struct Token {
     refresh: Secret,
-    expires_at: Instant,
+    /// On tokio's clock, like the keepalive timer that checks it (tests pause that clock).
+    expires_at: tokio::time::Instant,
     lifetime: Duration,
 }
 
@@ -364,7 +365,7 @@ impl Inner {
         if let Ok(mut token) = self.token.lock() {
             *token = Some(Token {
                 refresh: Secret::new(auth.refresh_token),
-                expires_at: Instant::now() + lifetime,
+                expires_at: tokio::time::Instant::now() + lifetime,
                 lifetime,
             });
         }
@@ -614,7 +615,7 @@ async fn keepalive(inner: Arc<Inner>, kill: Arc<Notify>) {
                 t.as_ref().map(|t| {
                     // Refresh at 80 % of the lifetime, and never later than two probes before expiry.
                     let margin = (t.lifetime / 5).max(interval * 2);
-                    t.expires_at.saturating_duration_since(Instant::now()) < margin
+                    t.expires_at.saturating_duration_since(tokio::time::Instant::now()) < margin
                 })
             })
             .unwrap_or(false);

@@ -1,6 +1,6 @@
 //! Applying one raw book diff to one coin's L4 book, and what each resting order keeps.
 //!
-//! Owns: the apply rules of REFERENCE §3.1 for a single diff (diff `px` and `sz` are
+//! Owns: the apply rules for a single diff (diff `px` and `sz` are
 //! authoritative; any `open`/`triggered` status may rest, the `new` diff decides; triggered and
 //! Ioc residuals rest as `Gtc`) and the touched-price bookkeeping the L2 skip rule reads.
 //! Must not: see other coins or the block as a whole (`Books::plan_block`/`apply_coin` do):
@@ -70,7 +70,7 @@ pub struct MetaText {
 }
 
 /// The values `triggerCondition`, `orderType` and `tif` take on almost every order
-/// (REFERENCE §1.4), kept as an index; anything else is copied.
+/// (in hl-node's order-status events), kept as an index; anything else is copied.
 const COMMON_WORDS: [&str; 15] = [
     "N/A",
     "Triggered",

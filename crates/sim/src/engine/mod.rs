@@ -1,7 +1,7 @@
 //! The engine task: the one owner of the venue, fed by a bounded queue of commands.
 //!
 //! Owns: the `Market` (the exchange and its synthetic market; single-threaded, no locks on
-//! the matching path), the synthetic market timer, the session registry with each session's subscriptions and bounded outbound queue,
+//! the matching path), the synthetic market timer, the one reading of the clock per command or tick, the session registry with each session's subscriptions and bounded outbound queue,
 //! fan-out of events as Deribit notifications, and book-change faults.
 //! Must not: block or await on a session: notifications go out with `try_send`; a full queue
 //! disconnects that session ("slow consumer") instead of buffering without limit.
@@ -25,6 +25,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use ticktrade_exchange::{Event, Request};
 
+use crate::clock::SimClock;
 use crate::fault::{Fault, FaultLog, Faults};
 use crate::market::{AccountId, Market};
 use crate::rpc::RpcError;
@@ -146,15 +147,8 @@ pub struct EngineConfig {
     pub faults: Faults,
     pub fault_log: Arc<FaultLog>,
     pub stats: Arc<Stats>,
-}
-
-/// Microseconds since the epoch, now (the simulator is an I/O crate: it owns the clock).
-pub fn now_us() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
-}
-
-pub fn now_utc() -> Utc {
-    Utc::from_micros(now_us())
+    /// Every reading of time: one per command and per tick.
+    pub clock: SimClock,
 }
 
 const TICK: Duration = Duration::from_millis(10);
@@ -172,7 +166,7 @@ pub async fn run(market: Market, config: EngineConfig, mut rx: mpsc::Receiver<Co
     let mut engine = Engine { market, subs: Subscriptions::default(), config, events: Vec::new(), ticks: 0 };
     // The first step builds every book (nobody is subscribed yet: nothing to publish).
     let mut seed_events = Vec::new();
-    engine.market.step(now_utc(), &mut seed_events);
+    engine.market.step(engine.config.clock.utc(), &mut seed_events);
     let mut timer = tokio::time::interval(TICK);
     timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -189,7 +183,7 @@ pub async fn run(market: Market, config: EngineConfig, mut rx: mpsc::Receiver<Co
 
 impl Engine {
     fn handle(&mut self, command: Command) {
-        let now = now_utc();
+        let now = self.config.clock.utc();
         match command {
             Command::Register { session, tx } => self.subs.register(session, tx),
             Command::Unregister { session, cancel_orders_of } => {
@@ -212,11 +206,11 @@ impl Engine {
                 self.publish(now);
             }
             Command::Subscribe { request, reply } => {
-                let result = self.subs.subscribe(&self.market, now, request, self.config.testnet);
+                let result = self.subs.subscribe(&self.market, now, &self.config.clock, request, self.config.testnet);
                 let _ = reply.send(result);
             }
             Command::Unsubscribe { session, channels, id, us_in, reply } => {
-                self.subs.unsubscribe(session, channels, id, us_in, self.config.testnet);
+                self.subs.unsubscribe(session, channels, id, us_in, &self.config.clock, self.config.testnet);
                 let _ = reply.send(());
             }
             Command::Inject(fault) => {
@@ -230,7 +224,7 @@ impl Engine {
     }
 
     fn tick(&mut self) {
-        let now = now_utc();
+        let now = self.config.clock.utc();
         self.ticks += 1;
         // The synthetic market performs the actions due since its last step (`rate_per_s`).
         if self.config.rate_per_s > 0 {

@@ -23,6 +23,7 @@ use ticktrade_deribit_proto::channel::{Channel, Group, Interval, Target};
 use ticktrade_exchange::{BookAction, Event};
 
 use super::{Outbound, SessionTx, SubscribeRequest};
+use crate::clock::SimClock;
 use crate::fault::{ChangeAction, FaultLog, Faults};
 use crate::market::{AccountId, Market, money};
 use crate::rpc::{self, RpcError, Timing};
@@ -375,6 +376,7 @@ impl Subscriptions {
         &mut self,
         market: &Market,
         now: Utc,
+        clock: &SimClock,
         request: SubscribeRequest,
         testnet: bool,
     ) -> Result<(), RpcError> {
@@ -404,7 +406,7 @@ impl Subscriptions {
         for (name, channel) in &fresh {
             self.by_channel.entry(name.clone()).or_insert_with(|| (channel.clone(), Vec::new())).1.push(session);
         }
-        let timing = Timing { us_in: request.us_in, us_out: super::now_us() };
+        let timing = Timing { us_in: request.us_in, us_out: clock.micros() };
         let response = rpc::response(request.id.as_deref(), &to_text(&accepted), timing, testnet);
         self.send_text(session, Arc::from(response));
         let now_ms = now.as_millis();
@@ -455,6 +457,7 @@ impl Subscriptions {
         channels: Option<Vec<String>>,
         id: Option<String>,
         us_in: i64,
+        clock: &SimClock,
         testnet: bool,
     ) {
         let Some(entry) = self.sessions.get_mut(&session) else { return };
@@ -469,7 +472,7 @@ impl Subscriptions {
             self.drop_sub(name, session);
         }
         let result = if channels.is_some() { to_text(&names) } else { "\"ok\"".to_owned() };
-        let timing = Timing { us_in, us_out: super::now_us() };
+        let timing = Timing { us_in, us_out: clock.micros() };
         self.send_text(session, Arc::from(rpc::response(id.as_deref(), &result, timing, testnet)));
     }
 

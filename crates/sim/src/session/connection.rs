@@ -12,7 +12,6 @@ use serde_json::value::RawValue;
 use ticktrade_deribit_proto::api;
 
 use super::{API_VERSION, Session, Shared, ok, text};
-use crate::engine::now_utc;
 use crate::rpc::{self, RpcError};
 
 /// The methods answered here.
@@ -47,7 +46,7 @@ pub async fn call(
             }
             text(&api::VersionResult { version: API_VERSION.to_owned() })
         }
-        "public/get_time" => Ok(Some(now_utc().as_millis().to_string())),
+        "public/get_time" => Ok(Some(shared.clock.utc().as_millis().to_string())),
         "public/hello" => {
             let _: api::HelloParams = rpc::params(params)?;
             text(&api::VersionResult { version: API_VERSION.to_owned() })
@@ -100,7 +99,8 @@ pub async fn call(
 fn auth(shared: &Shared, session: &mut Session, params: Option<&RawValue>) -> Result<Option<String>, RpcError> {
     let p: api::AuthParams = rpc::params(params)?;
     let connection = session.websocket.then_some(session.id);
-    let outcome = shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).authenticate(now_utc(), &p, connection)?;
+    let outcome =
+        shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).authenticate(shared.clock.utc(), &p, connection)?;
     let result = api::AuthResult {
         access_token: outcome.access_token.clone(),
         expires_in: outcome.expires_in,

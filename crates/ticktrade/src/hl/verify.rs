@@ -4,7 +4,7 @@
 //! compares every coin order by order. Cost: reading the files between A and B. Take B from
 //! `hl-node compute-l4-snapshots <periodic_abci_states/…/B.rmp> <out>` (offline, free for the
 //! node); asking a live node for B (`fileSnapshot`) stalls its block processing for seconds
-//! (~2.7 s for a ~300 MB snapshot, REFERENCE §2.3), so do that only when you accept the stall.
+//! (~2.7 s for a ~300 MB snapshot), so do that only when you accept the stall.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
