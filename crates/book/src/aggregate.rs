@@ -24,8 +24,10 @@
 //! kept in locals and emitted once it closes. `AggregateBuf` walks each of the seven variants
 //! from the top this way: on the Hyperliquid server's books (`ticktrade-hl-node`'s
 //! `benches/l2_bucket.rs`) that beat deriving the coarse variants from the fine ones' closed
-//! buckets in one pass by 1.5x. On a book all in its dense window (`aggregate_book`) each
-//! bucket is taken whole from the ladder: its price is also its far edge.
+//! buckets in one pass by 1.5x (on a deep Deribit-shaped book all in the dense window,
+//! `benches/l2_apply.rs`, the one pass was faster; no server computes all seven there). On a
+//! book all in its dense window (`aggregate_book`) each bucket is taken whole from the
+//! ladder: its price is also its far edge.
 
 use ticktrade_core::{Decimal, Price, Qty, Side};
 

@@ -10,7 +10,8 @@
 //! # Layout
 //! - `coins`: the coin table and per-coin integer units.
 //! - `books`: L4 books for every coin and the per-block apply rules (pure).
-//! - `l2`: aggregation at the seven precisions (pure).
+//! - `l2`: the seven precisions of a book side (adapters to `ticktrade_book::aggregate`) and
+//!   the rules that let a view skip its aggregation (pure).
 //! - `ctx`: a book's part of an asset context: mid and impact prices (pure).
 //! - `join`: the by-height join of the three streams (pure).
 //! - `follow`: hourly-file followers (I/O).
