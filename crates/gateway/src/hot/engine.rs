@@ -1,4 +1,4 @@
-//! `HotLoop`: the one-thread tick-to-trade loop on a blocking socket (DESIGN §2).
+//! `HotLoop`: the one-thread tick-to-trade loop on a blocking socket.
 //! read (t0) → decode (t1) → book (t2) → decide (t3) → encode + frame (t4) → write (t5).
 //!
 //! Owns: the socket, the WebSocket reader and writers, the `Pipeline`, the clock readings and
@@ -6,8 +6,8 @@
 //! Must not: allocate, lock, log or format between t0 and t5. Raw TSC readings are converted
 //! and pushed to the SPSC ring after t5 (a push never blocks; a full ring drops and counts).
 //!
-//! Blocking reads by default: research/limits.md §1(b) measured busy-polling slower at the
-//! median and far worse in the tail on a 2-vCPU VM. `busy_poll` and `pin_core` are there for
+//! Blocking reads by default: busy-polling was measured slower at the median and far worse in
+//! the tail on a 2-vCPU VM (it takes a vCPU from the kernel's packet delivery). `busy_poll` and `pin_core` are there for
 //! hosts with isolated cores; docs/PERFORMANCE.md has the measured trade-offs.
 //!
 //! Wall-clock time at t0 (carried in the order's label) is derived from the TSC reading and an

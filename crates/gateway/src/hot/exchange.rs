@@ -11,11 +11,11 @@
 //! encoder's output).
 //!
 //! Pacing ([`Pace`]): every tick must find the client blocked in `read`, as a real feed usually
-//! does; a flood would measure queueing instead (research/limits.md §1(a)).
+//! does; a flood would measure queueing instead.
 //! - `Sleep`: one tick every `gap` (a `thread::sleep`, so ≈60–110 µs on Linux for a 50 µs gap):
 //!   the hot thread idles between ticks and wakes on a vCPU others have used (a quiet feed).
 //! - `Spin`: the same gaps waited out on the TSC (exact, one core busy).
-//! - `Reply`: closed loop, as research/limits.md §5 measured: one thread writes a tick, blocks
+//! - `Reply`: closed loop: one thread writes a tick, blocks
 //!   in `read` until the order for that tick arrives, and writes the next one at once. The hot
 //!   thread then waits only one round trip between ticks (a busy feed). A tick that gets no
 //!   order within `reply_timeout` (a non-qualifying tick) is followed by the next one after

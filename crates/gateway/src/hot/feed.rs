@@ -42,7 +42,7 @@ pub struct SyntheticFeed {
 
 impl SyntheticFeed {
     /// `n_frames` change frames of `levels_per_frame` level updates each (3 gives frames of
-    /// about 300 bytes, like the 316-byte sample of research/limits.md).
+    /// about 300 bytes, like a recorded Deribit change frame of three levels).
     pub fn generate(spec: &InstrumentSpec, n_frames: usize, levels_per_frame: usize) -> SyntheticFeed {
         let per = levels_per_frame.max(1);
         let workload = Workload::generate(WorkloadParams::btc_perpetual(n_frames * per));

@@ -1,5 +1,5 @@
 //! The hot path: one thread that reads a market-data frame, decodes it, applies it to the
-//! book, lets a strategy decide, encodes the order and writes it (DESIGN §2, STYLE §7).
+//! book, lets a strategy decide, encodes the order and writes it.
 //!
 //! Owns: the synchronous loop and everything on it: `ticktrade_net`'s WebSocket framer
 //! (`frame::WsReader`/`WsWriter`) on a blocking `std::net::TcpStream` with `TCP_NODELAY`, the
@@ -17,7 +17,7 @@
 //! writers) carry `#[link_section = "ticktrade_hot"]` on Linux: the linker puts them together in
 //! one ≈20 KiB section, so a tick that starts with the caches emptied by the kernel's read and
 //! write paths fetches its code from a few adjacent pages instead of lines spread among cold code
-//! (`nm -n target/release/ticktrade` lists them side by side; docs/PERFORMANCE.md §5, §9).
+//! (`nm -n target/release/ticktrade` lists them side by side; docs/PERFORMANCE.md §8).
 //!
 //! # Layout
 //! - `strategy`: `Strategy`, `BookEvent`, `OrderSink`, `OrderIntent`, `QuoteOnTick`.

@@ -1,7 +1,7 @@
-//! `ticktrade bench tick-to-trade`: an exchange side publishes Deribit `book.BTC-PERPETUAL.raw`
-//! changes over a real WebSocket on 127.0.0.1 and reads the orders back; ticktrade's hot loop
-//! (`ticktrade_gateway::hot`) answers each qualifying tick with an order. Then the same
-//! pipeline written the plain way (`baseline`: tokio task, tokio-tungstenite, serde_json
+//! `ticktrade bench tick-to-trade`: a venue publishes Deribit `book.BTC-PERPETUAL.raw` changes
+//! over a real WebSocket on 127.0.0.1 and reads the orders back; ticktrade's live session
+//! (`ticktrade_gateway::live`, what `ticktrade run` runs) answers each tick with an order. Then
+//! the same pipeline written the plain way (`baseline`: tokio task, tokio-tungstenite, serde_json
 //! `Value`, `BTreeMap` book, `format!` request) runs against a fresh exchange side on the same
 //! frames, in the same process.
 //!
@@ -9,13 +9,17 @@
 //! `tick_to_encoded` = t4 − t0, `write_floor` = a bare write of the last order's bytes on the
 //! same socket, per-stage spans, `exchange_tick_to_order` = the exchange's view); the output is
 //! the common `report::emit` (table, `--json` lines, `--plot` SVG).
-//! Must not: time anything itself on the hot side; the stamps come from the hot loop's rings.
+//! Must not: time anything itself on the hot side; the stamps come from the session's rings.
 //!
-//! The exchange side is `ticktrade_gateway::hot::exchange::ExchangeSide` (an in-process
-//! publisher speaking the simulator's bytes), closed-loop by default (`--pace reply`: the next
-//! tick as soon as the order for the previous one is read, as research/limits.md §5 measured),
-//! or gap-paced (`--pace sleep|spin`). `--exchange sim` runs the loop against the embedded
-//! simulator instead (`sim`), without `write_floor`, exchange view or baseline.
+//! The hot side is the live session `ticktrade run` uses (`session`: order state and risk checks
+//! on, a strategy that edits its resting bid on every tick), against an in-process venue
+//! (`venue`: it answers the session's control requests, acknowledges every order and sends
+//! the floor probes), closed-loop by default (`--pace reply`: the next tick as soon as the
+//! order for the previous one is read), or gap-paced (`--pace sleep|spin`); then once more with
+//! the risk checks off, and with `--tls` over TLS. The baseline runs against
+//! `ticktrade_gateway::hot::exchange::ExchangeSide`. `--exchange sim` runs the same session
+//! against the embedded simulator instead (`sim`), without `write_floor`, venue view or
+//! baseline.
 
 mod baseline;
 mod in_memory;
@@ -58,8 +62,7 @@ pub struct Args {
     #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub sim_rate: u32,
     /// How the exchange side paces ticks. `reply` (default): closed loop, the next tick is
-    /// written as soon as the order for the previous one has been read, as research/limits.md
-    /// §5 measured the goals' figures; `sleep`: a `thread::sleep(--gap-us)` before each tick
+    /// written as soon as the order for the previous one has been read; `sleep`: a `thread::sleep(--gap-us)` before each tick
     /// (the hot thread idles and wakes cold, as on a quiet feed); `spin`: the same gaps spun
     /// out on the TSC (one core busy). See docs/PERFORMANCE.md.
     #[arg(long, value_enum, default_value_t = PaceArg::Reply)]
