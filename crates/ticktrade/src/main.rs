@@ -12,6 +12,10 @@ mod serve;
 mod sim;
 mod trade;
 
+// `crate::status` for the subcommand modules (serve's tests include `serve.rs` by path, with
+// their own `status`).
+use ticktrade::status;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "ticktrade",

@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use ticktrade_serve::{ClientCounters, ServeConfig, SlowPolicy, Totals, UpstreamSource};
 use ticktrade_sim::SimConfig;
 
-use ticktrade::status::{banner, runtime};
+use crate::status::{banner, runtime};
 
 /// Fan one upstream Deribit market-data feed out to many local clients (Deribit's public API).
 #[derive(clap::Args, Debug)]

@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use ticktrade_sim::{ApiKey, FaultRule, SimConfig, TlsSource};
 
-use ticktrade::status::{StatusTicker, banner, runtime};
+use crate::status::{StatusTicker, banner, runtime};
 
 /// Run the Deribit-compatible simulator (WebSocket + HTTP JSON-RPC on one port).
 #[derive(clap::Args, Debug)]
