@@ -7,10 +7,8 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc::Receiver;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use ticktrade_gateway::live::Query;
@@ -57,46 +55,30 @@ const MAX_POSITION_USD: i64 = 30;
 const MAX_ORDER_USD: i64 = 20;
 const LOT_USD: i64 = 10;
 
+mod common;
+use common::SimProcess;
+
 struct Sim {
-    child: Child,
+    /// Kept for its `Drop`: the process ends with the test.
+    _process: SimProcess,
     url: String,
     cert: Option<PathBuf>,
-    _lines: Receiver<String>,
 }
 
 impl Sim {
     fn start(dir: &Path, tls: bool, faults: &[&str]) -> Sim {
         let cert = dir.join("sim.pem");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ticktrade"));
-        command.args(["sim", "--listen", "127.0.0.1:0", "--seed", "11", "--rate", "400"]);
+        let mut args = vec!["--listen", "127.0.0.1:0", "--seed", "11", "--rate", "400"];
+        let cert_text = cert.display().to_string();
         if tls {
-            command.arg("--tls").arg("--cert-out").arg(&cert);
+            args.extend(["--tls", "--cert-out", &cert_text]);
         }
         for fault in faults {
-            command.args(["--fault", fault]);
+            args.extend(["--fault", fault]);
         }
-        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut url = None;
-        loop {
-            let line = lines.recv_timeout(Duration::from_secs(60)).expect("a banner line");
-            if let Some(at) = line.find("ws://").or_else(|| line.find("wss://")) {
-                url = Some(line[at..].split_whitespace().next().unwrap().to_owned());
-            }
-            if line.contains("Ctrl-C") {
-                break;
-            }
-        }
-        Sim { child, url: url.expect("a ws:// URL in the banner"), cert: tls.then_some(cert), _lines: lines }
+        let process = SimProcess::start(&args);
+        let url = process.url("ws://").or_else(|| process.url("wss://")).expect("a ws:// URL in the banner");
+        Sim { _process: process, url, cert: tls.then_some(cert) }
     }
 
     fn options(&self) -> HotOptions {
@@ -121,13 +103,6 @@ impl Sim {
             }
         }
         panic!("{method}: {last}");
-    }
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

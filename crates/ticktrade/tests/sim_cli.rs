@@ -13,76 +13,23 @@ async fn the_simulator_the_cli_starts_serves_ws_and_http() {
     handle.shutdown().await;
 }
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::Receiver;
+use std::io::{Read, Write};
 use std::time::Duration;
 
-/// A `ticktrade sim` process: its stdout lines as they come, the banner it printed up to
-/// "Ctrl-C", and the HTTP address the banner names.
-struct SimProcess {
-    child: Child,
-    lines: Receiver<String>,
-    banner: Vec<String>,
-    addr: String,
-}
+mod common;
+use common::SimProcess;
 
-impl SimProcess {
-    fn start(args: &[&str]) -> SimProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ticktrade"))
-            .arg("sim")
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut banner = Vec::new();
-        let mut addr = None;
-        loop {
-            let line = lines.recv_timeout(Duration::from_secs(60)).expect("banner line");
-            if let Some(url) = line.trim().strip_prefix("http").map(str::trim).filter(|u| u.starts_with("http://")) {
-                addr = Some(url.trim_start_matches("http://").split('/').next().unwrap().to_owned());
-            }
-            let done = line.contains("Ctrl-C");
-            banner.push(line);
-            if done {
-                break;
-            }
-        }
-        let addr = addr.expect("an http address in the banner");
-        SimProcess { child, lines, banner, addr }
-    }
-
-    /// One HTTP/1.1 request on a fresh connection; the whole response.
-    fn http(&self, head: &str, body: &str) -> String {
-        let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        write!(stream, "{head}\r\nHost: {}\r\nConnection: close\r\n\r\n{body}", self.addr).unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        response
-    }
-
-    /// Kills the process; every stdout line it printed, banner first.
-    fn stop(mut self) -> Vec<String> {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-        let mut printed = self.banner;
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(100)) {
-            printed.push(line);
-        }
-        printed
-    }
+/// One HTTP/1.1 request to the address the banner names, on a fresh connection; the whole
+/// response.
+fn http(sim: &SimProcess, head: &str, body: &str) -> String {
+    let url = sim.url("http://").expect("an http address in the banner");
+    let addr = url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(stream, "{head}\r\nHost: {addr}\r\nConnection: close\r\n\r\n{body}").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
 }
 
 /// Starts `ticktrade sim --listen 127.0.0.1:0`, reads the banner, and asks `public/get_time`
@@ -94,7 +41,7 @@ fn ticktrade_sim_process_prints_its_address_and_serves_http() {
     assert!(text.contains("LOCAL SIMULATOR"), "{text}");
     assert!(text.contains("client_id=ticktrade-sim"), "{text}");
 
-    let response = sim.http("GET /api/v2/public/get_time HTTP/1.1", "");
+    let response = http(&sim, "GET /api/v2/public/get_time HTTP/1.1", "");
     sim.stop();
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(response.contains("\"result\":"), "{response}");
@@ -120,7 +67,7 @@ fn a_given_secret_is_never_printed() {
             "POST /api/v2/public/auth HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}",
             body.len()
         );
-        replies.push(sim.http(&head, &body));
+        replies.push(http(&sim, &head, &body));
     }
     assert!(replies[0].contains("access_token"), "{}", replies[0]);
     assert!(replies[1].contains("\"error\""), "{}", replies[1]);
