@@ -1,12 +1,12 @@
-//! The simulator's one source of time: every timestamp, token expiry, credit refill, heartbeat
-//! deadline and idle check reads the `SimClock` in `SimConfig`, never the OS directly.
+//! The simulator's one source of time: every timestamp, token expiry, credit refill and idle
+//! check reads the `SimClock` in `SimConfig`, never the OS directly.
 //!
 //! Owns: `SimClock` (a shared `ticktrade_core::Clock`) and `TokioClock`, the clock that follows
 //! tokio's timer, so a test that pauses tokio time (`#[tokio::test(start_paused = true)]`,
 //! `tokio::time::advance`) moves the simulator's timestamps and token expiry together with its
 //! heartbeat and engine timers.
-//! Must not: be read on the matching path other than through the engine's one reading per
-//! command or tick (the exchange takes `Utc` values as arguments).
+//! Must not: wait or wake anything (waiting is tokio's timer, see below), or be read inside
+//! the exchange: the engine reads it once per command or tick and passes the `Utc` in.
 //!
 //! The default is `ticktrade_latency::SystemClock` (`Instant` + `SystemTime`), which is what the
 //! running binary uses. A `ManualClock` fits tests of time *readings* (token expiry, `get_time`);
