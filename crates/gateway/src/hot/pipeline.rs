@@ -102,7 +102,7 @@ const NOTIFICATION_PREFIX: &[u8] = br#"{"jsonrpc":"2.0","method":"subscription""
 
 /// Whether `frame` starts with [`NOTIFICATION_PREFIX`]: its words XORed with the constant's
 /// (the last one overlapping), inline, instead of a call into libc's `bcmp`, whose code is one
-/// more run of cold cache lines after each wait in `read` (docs/PERFORMANCE.md §5).
+/// more run of cold cache lines after each wait in `read` (docs/PERFORMANCE.md §8).
 #[inline(always)]
 fn is_notification(frame: &[u8]) -> bool {
     const N: usize = NOTIFICATION_PREFIX.len();
