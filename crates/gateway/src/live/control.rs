@@ -537,10 +537,11 @@ pub(super) fn account_limits(result: &[u8]) -> Option<RateLimits> {
     let rule = |v: &serde_json::Value, base: Rule| -> Option<Rule> {
         let rate = v.get("rate")?.as_u64()?;
         let burst = v.get("burst")?.as_u64()?;
+        // A venue's figures are input: huge ones saturate rather than overflow.
         (rate > 0 && burst > 0).then(|| Rule {
             cost: base.cost,
-            max: base.cost * burst,
-            refill_per_s: base.cost * rate,
+            max: base.cost.saturating_mul(burst),
+            refill_per_s: base.cost.saturating_mul(rate),
         })
     };
     let defaults = RateLimits::client_default();
@@ -578,6 +579,12 @@ mod tests {
         assert_eq!(limits.matching, Rule::MATCHING_TIER_2);
         assert_eq!(limits.non_matching, Rule::NON_MATCHING);
         assert_eq!(account_limits(br#"{"currency":"BTC"}"#), None);
+        // An unlimited venue's figures saturate instead of overflowing.
+        let m = u64::MAX;
+        let huge =
+            format!(r#"{{"limits":{{"matching_engine":{{"trading":{{"total":{{"burst":{m},"rate":{m}}}}}}}}}}}"#);
+        let limits = account_limits(huge.as_bytes()).unwrap();
+        assert_eq!(limits.matching.max, u64::MAX);
     }
 
     #[test]
