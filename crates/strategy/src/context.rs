@@ -299,9 +299,7 @@ impl Context<'_> {
     /// Realised plus unrealised PnL of `instrument`, marked at the mid, in its PnL currency
     /// (see `pnl`); `None` without a two-sided book.
     pub fn pnl(&self, instrument: InstrumentId) -> Option<ticktrade_core::Decimal> {
-        let rule = self.state.orders.rule(instrument)?;
-        let units = rule.pnl(&self.state.orders.position(instrument), self.mid(instrument)?);
-        rule.to_decimal(units)
+        pnl(&self.state.orders, self.books, instrument)
     }
 
     /// Our live orders (pending, unknown, open, partly filled) on every instrument.
@@ -322,10 +320,18 @@ impl Context<'_> {
     }
 }
 
-fn mid(books: &[L2Book], instrument: InstrumentId) -> Option<Price> {
+/// The mid of `instrument`'s book in whole ticks (rounded down), when both sides are there and
+/// not crossed.
+pub fn mid(books: &[L2Book], instrument: InstrumentId) -> Option<Price> {
     let book = books.get(instrument.0 as usize)?;
     let (bid, ask) = (book.best_bid()?.price, book.best_ask()?.price);
     (bid < ask).then(|| Price::from_raw(bid.raw() + (ask.raw() - bid.raw()) / 2))
+}
+
+/// Realised plus unrealised PnL of `instrument`, marked at the mid, in its PnL currency.
+fn pnl(orders: &Orders, books: &[L2Book], instrument: InstrumentId) -> Option<ticktrade_core::Decimal> {
+    let rule = orders.rule(instrument)?;
+    rule.to_decimal(rule.pnl(&orders.position(instrument), mid(books, instrument)?))
 }
 
 fn reference(state: &State, books: &[L2Book], instrument: InstrumentId) -> Option<Price> {
@@ -383,6 +389,11 @@ impl<S: Strategy> Runner<S> {
 
     pub fn risk(&self) -> &Risk {
         &self.state.risk
+    }
+
+    /// `instrument`'s PnL marked at the mid of `books`, as `Context::pnl` gives it.
+    pub fn pnl(&self, instrument: InstrumentId, books: &[L2Book]) -> Option<ticktrade_core::Decimal> {
+        pnl(&self.state.orders, books, instrument)
     }
 
     fn split<'a>(&'a mut self, books: &'a [L2Book], out: &'a mut Outbox, now: Mono) -> (&'a mut S, Context<'a>) {

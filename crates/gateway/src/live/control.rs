@@ -501,19 +501,7 @@ impl<S: Strategy> Core<S> {
         let pnl = names
             .iter()
             .enumerate()
-            .map(|(i, name)| {
-                let id = InstrumentId(i as u32);
-                let book = &self.books[i];
-                let mid = book.best_bid().zip(book.best_ask()).and_then(|(b, a)| {
-                    (b.price < a.price)
-                        .then(|| ticktrade_core::Price::from_raw(b.price.raw() + (a.price.raw() - b.price.raw()) / 2))
-                });
-                let value = orders
-                    .rule(id)
-                    .zip(mid)
-                    .and_then(|(rule, mid)| rule.to_decimal(rule.pnl(&orders.position(id), mid)));
-                (name.clone(), value)
-            })
+            .map(|(i, name)| (name.clone(), self.runner.pnl(InstrumentId(i as u32), &self.books)))
             .collect();
         let incomplete = self.recon.stage == u8::MAX;
         let exit = if incomplete {

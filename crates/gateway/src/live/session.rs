@@ -1089,16 +1089,10 @@ impl<S: Strategy> Core<S> {
     fn status(&self, now: Mono) -> Status {
         let id = InstrumentId(0);
         let orders = self.runner.orders();
-        let position = orders.position(id);
-        let mid = self.books.first().and_then(|b| {
-            let (bid, ask) = (b.best_bid()?.price, b.best_ask()?.price);
-            (bid < ask).then(|| ticktrade_core::Price::from_raw(bid.raw() + (ask.raw() - bid.raw()) / 2))
-        });
-        let pnl = orders.rule(id).zip(mid).and_then(|(rule, mid)| rule.to_decimal(rule.pnl(&position, mid)));
         Status {
             at: now,
-            position: position.qty().raw(),
-            pnl,
+            position: orders.position(id).qty().raw(),
+            pnl: self.runner.pnl(id, &self.books),
             open_orders: orders.live().count() as u32,
             orders_sent: self.stats.places,
             fills: self.runner.strategy().fills,
