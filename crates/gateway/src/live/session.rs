@@ -267,8 +267,6 @@ pub(super) struct Core<S: Strategy> {
     pub fatal: Option<LiveError>,
     /// Set when housekeeping finds the connection dead (silent too long).
     pub lost: Option<&'static str>,
-    /// The last order batch written (for the floor probe).
-    last_batch: Vec<u8>,
 }
 
 struct Conn {
@@ -361,7 +359,6 @@ impl<S: Strategy> Session<S> {
             anchor,
             fatal: None,
             lost: None,
-            last_batch: Vec::with_capacity(4096),
             instruments,
             config,
         };
@@ -478,35 +475,28 @@ impl<S: Strategy> Session<S> {
         }
         if lost.is_none() && !core.wire.is_empty() {
             let written = std::io::Write::write_all(&mut conn.stream, &core.wire);
-            if order_stamps.is_some_and(|r| r.t[4] != 0) && self.floor.is_some() {
-                core.last_batch.clear();
-                core.last_batch.extend_from_slice(&core.wire);
+            // t5 (an order batch was encoded at t4): the write returned.
+            if let Some(raw) = order_stamps.as_mut().filter(|raw| raw.t[4] != 0) {
+                raw.t[5] = core.clock.raw().0;
+                if let Some(floor) = self.floor.as_mut() {
+                    floor.last.clear();
+                    floor.last.extend_from_slice(&core.wire);
+                    floor.last_compute = raw.t[4].saturating_sub(raw.t[0]);
+                }
             }
             core.wire.clear();
             if written.is_err() {
                 lost = Some("write error");
             }
         }
-        if let Some(mut raw) = order_stamps {
-            if raw.t[4] != 0 {
-                raw.t[5] = core.clock.raw().0;
-                if let Some(floor) = self.floor.as_mut() {
-                    floor.last.clear();
-                    floor.last.extend_from_slice(&core.last_batch);
-                    floor.last_compute = raw.t[4].saturating_sub(raw.t[0]);
-                }
-            }
+        if let Some(raw) = order_stamps {
             core.after_write(&raw);
         }
         if lost.is_none() {
             core.housekeeping(false);
             lost = core.lost.take();
-            if !core.wire.is_empty() {
-                let written = std::io::Write::write_all(&mut conn.stream, &core.wire);
-                core.wire.clear();
-                if written.is_err() {
-                    lost = Some("write error");
-                }
+            if write_wire(&mut conn.stream, &mut core.wire).is_err() {
+                lost = Some("write error");
             }
         }
         if let Some(why) = lost {
@@ -529,18 +519,24 @@ impl<S: Strategy> Session<S> {
         self.conn = Some(Conn { stream, reader, t0 });
         self.core.stats.connects += 1;
         self.core.on_connect();
-        if !self.core.wire.is_empty()
-            && let Some(conn) = self.conn.as_mut()
+        if let Some(conn) = self.conn.as_mut()
+            && write_wire(&mut conn.stream, &mut self.core.wire).is_err()
         {
-            let written = std::io::Write::write_all(&mut conn.stream, &self.core.wire);
-            self.core.wire.clear();
-            if written.is_err() {
-                self.conn = None;
-                self.core.on_disconnect();
-            }
+            self.conn = None;
+            self.core.on_disconnect();
         }
         Ok(())
     }
+}
+
+/// Writes the batched frames, if any, and empties the batch.
+fn write_wire(stream: &mut HotStream, wire: &mut Vec<u8>) -> std::io::Result<()> {
+    if wire.is_empty() {
+        return Ok(());
+    }
+    let written = std::io::Write::write_all(stream, wire);
+    wire.clear();
+    written
 }
 
 /// The floor probe: the last order's bytes written again at the same distance from the read
@@ -892,12 +888,7 @@ impl<S: Strategy> Core<S> {
         if matches!(self.sync.phase, Phase::Done) {
             return;
         }
-        let class = Class::Matching;
-        let n_requests = match action {
-            Action::CancelAll { instrument: None } => self.instruments.len() as u64,
-            _ => 1,
-        };
-        if !self.sync.authenticated || self.credits_for(class, n_requests, now).is_err() {
+        if !self.sync.authenticated || self.credits_for(action, now).is_err() {
             match action {
                 Action::Place { label, .. } => {
                     self.stats.rate_limited += 1;
@@ -917,9 +908,15 @@ impl<S: Strategy> Core<S> {
         self.pending_journal_push(Entry::Sent { at: now, action, dry_run: false });
     }
 
-    fn credits_for(&mut self, class: Class, n: u64, now: Mono) -> Result<(), u64> {
+    /// Spends the matching-engine credits of `action`'s requests (a cancel-all of every
+    /// instrument is one request per instrument).
+    fn credits_for(&mut self, action: Action, now: Mono) -> Result<(), u64> {
+        let n = match action {
+            Action::CancelAll { instrument: None } => self.instruments.len(),
+            _ => 1,
+        };
         for _ in 0..n {
-            self.credits.try_take(class, now.0)?;
+            self.credits.try_take(Class::Matching, now.0)?;
         }
         Ok(())
     }
@@ -1037,11 +1034,7 @@ impl<S: Strategy> Core<S> {
         }
         while self.sync.authenticated && !self.config.dry_run {
             let Some(action) = self.deferred.front().copied() else { break };
-            let n = match action {
-                Action::CancelAll { instrument: None } => self.instruments.len() as u64,
-                _ => 1,
-            };
-            if self.credits_for(Class::Matching, n, now).is_err() {
+            if self.credits_for(action, now).is_err() {
                 break;
             }
             self.deferred.pop_front();
@@ -1082,7 +1075,6 @@ impl<S: Strategy> Core<S> {
 
     /// Treats the connection as lost: the loop drops it and reconnects.
     fn fatal_link(&mut self, why: &'static str) {
-        self.last_recv = self.now();
         self.lost = Some(why);
     }
 
