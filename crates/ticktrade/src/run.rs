@@ -139,7 +139,7 @@ pub fn run_with<S: Strategy>(args: Args, make: impl FnOnce(&Setup) -> anyhow::Re
         (_, Some(_)) => config.strategy.clone(),
         (None, None) => bail!("name a strategy (quote or take) or give a --config"),
     };
-    apply_instruments(&mut config, &args.instruments)?;
+    apply_instruments(&mut config, &args.instruments);
 
     // The embedded simulator runs on a runtime of its own; the session has this thread.
     let mut runtime = None;
@@ -283,8 +283,8 @@ fn load_config(path: Option<&Path>) -> anyhow::Result<Config> {
 }
 
 /// `--instruments A,B,C`: A becomes the strategy's instrument; B, C are subscribed too.
-fn apply_instruments(config: &mut Config, instruments: &[String]) -> anyhow::Result<()> {
-    let Some((first, rest)) = instruments.split_first() else { return Ok(()) };
+fn apply_instruments(config: &mut Config, instruments: &[String]) {
+    let Some((first, rest)) = instruments.split_first() else { return };
     match config.strategy.as_str() {
         "quote" => {
             if let Some(q) = config.quote.as_mut() {
@@ -309,7 +309,6 @@ fn apply_instruments(config: &mut Config, instruments: &[String]) -> anyhow::Res
             });
         }
     }
-    Ok(())
 }
 
 /// A nonce for this run's labels, from the clock (labels must not repeat across runs).

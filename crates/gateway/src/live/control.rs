@@ -213,7 +213,7 @@ impl<S: Strategy> Core<S> {
             Some(Pending::Subscribe) => {
                 self.fatal = Some(LiveError::Refused { what: "the subscriptions", code, message: message.to_owned() });
             }
-            Some(Pending::CancelAll) => self.on_cancel_all_done(now),
+            Some(Pending::CancelAll) => self.on_cancel_all_done(),
             Some(Pending::OrderByLabel(_) | Pending::UserTrades(_) | Pending::OpenOrders(_) | Pending::Position(_)) => {
                 // A query the venue refused (e.g. credits): the connection is reset and the
                 // reconciliation starts over on the next one.
@@ -320,7 +320,7 @@ impl<S: Strategy> Core<S> {
                 self.recon.stage = 2;
                 self.recon.open.clear();
                 self.recon.positions.clear();
-                self.query_open_orders_and_positions(true);
+                self.query_venue(true, true);
             }
             2 => {
                 self.recon.stage = 0;
@@ -336,13 +336,18 @@ impl<S: Strategy> Core<S> {
         }
     }
 
-    fn query_open_orders_and_positions(&mut self, positions: bool) {
-        self.recon.venue_open = 0;
+    /// Asks the venue for each instrument's open orders and/or position.
+    fn query_venue(&mut self, open_orders: bool, positions: bool) {
+        if open_orders {
+            self.recon.venue_open = 0;
+        }
         for i in 0..self.instruments.len() {
             let instrument = InstrumentId(i as u32);
             let name = self.instruments.specs[i].name.clone();
-            let id = self.inflight.issue(Pending::OpenOrders(instrument));
-            self.request(Class::NonMatching, |out| requests::get_open_orders_by_instrument(out, id, &name));
+            if open_orders {
+                let id = self.inflight.issue(Pending::OpenOrders(instrument));
+                self.request(Class::NonMatching, |out| requests::get_open_orders_by_instrument(out, id, &name));
+            }
             if positions {
                 let id = self.inflight.issue(Pending::Position(instrument));
                 self.request(Class::NonMatching, |out| requests::get_position(out, id, &name));
@@ -397,13 +402,13 @@ impl<S: Strategy> Core<S> {
         self.send_unpaced(action, now);
     }
 
-    pub(super) fn on_cancel_all_done(&mut self, _now: Mono) {
+    pub(super) fn on_cancel_all_done(&mut self) {
         if self.sync.phase != Phase::Stopping(StopStep::Cancel) || self.inflight.any(|p| *p == Pending::CancelAll) {
             return;
         }
         self.sync.phase = Phase::Stopping(StopStep::Verify);
         self.recon.open.clear();
-        self.query_open_orders_and_positions(false);
+        self.query_venue(true, false);
     }
 
     fn stop_verified(&mut self, now: Mono) {
@@ -429,18 +434,9 @@ impl<S: Strategy> Core<S> {
         if self.config.flatten {
             self.sync.phase = Phase::Stopping(StopStep::Flatten);
             self.recon.positions.clear();
-            self.query_positions();
+            self.query_venue(false, true);
         } else {
             self.sync.phase = Phase::Done;
-        }
-    }
-
-    fn query_positions(&mut self) {
-        for i in 0..self.instruments.len() {
-            let instrument = InstrumentId(i as u32);
-            let name = self.instruments.specs[i].name.clone();
-            let id = self.inflight.issue(Pending::Position(instrument));
-            self.request(Class::NonMatching, |out| requests::get_position(out, id, &name));
         }
     }
 
@@ -477,7 +473,7 @@ impl<S: Strategy> Core<S> {
             self.runner.strategy_mut().record(Entry::Flatten { at: now, instrument, side, qty });
         }
         self.recon.positions.clear();
-        self.query_positions();
+        self.query_venue(false, true);
     }
 
     /// Gives up stopping at the deadline.

@@ -9,9 +9,9 @@
 use std::time::{Duration, Instant};
 
 use ticktrade_core::InstrumentSpec;
-use ticktrade_deribit_proto::envelope::encode_request;
+use ticktrade_deribit_proto::envelope::encode_request_serde;
 use ticktrade_deribit_proto::frame::{Frame, scan_frame};
-use ticktrade_deribit_proto::instrument::parse_instruments_response;
+use ticktrade_deribit_proto::instrument::parse_instruments;
 use ticktrade_deribit_proto::requests;
 use ticktrade_net::frame::{Opcode, Role, WsError, WsReader, WsWriter};
 use ticktrade_net::hot::{HotOptions, HotStream};
@@ -62,14 +62,11 @@ impl Query {
 
     /// Calls `method` with `params` (a JSON object's text) and returns the result's JSON text.
     pub fn call(&mut self, method: &str, params: &str) -> Result<String, LiveError> {
+        let params: serde_json::Value = serde_json::from_str(params)
+            .map_err(|e| LiveError::Setup(format!("{method}: params are not JSON: {e}")))?;
+        // Writing a `Value` into a `Vec` cannot fail.
         self.call_with(|out, id| {
-            encode_request(out, id, method, |p| {
-                if let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(params) {
-                    for (key, value) in map {
-                        p.raw(&key, &value.to_string());
-                    }
-                }
-            })
+            let _ = encode_request_serde(out, id, method, &params);
         })
     }
 
@@ -118,6 +115,5 @@ impl Query {
 pub fn fetch_instruments(url: &str, options: &HotOptions) -> Result<Vec<InstrumentSpec>, LiveError> {
     let mut query = Query::connect(url, options)?;
     let result = query.call("public/get_instruments", r#"{"currency":"any","expired":false}"#)?;
-    let frame = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
-    parse_instruments_response(&frame, 0).map_err(|e| LiveError::Setup(format!("the instrument list of {url}: {e}")))
+    parse_instruments(&result).map_err(|e| LiveError::Setup(format!("the instrument list of {url}: {e}")))
 }

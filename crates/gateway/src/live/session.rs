@@ -735,7 +735,7 @@ impl<S: Strategy> Core<S> {
                 }
             }
             Pending::Cancel(_) => self.apply_orders(result, now),
-            Pending::CancelAll => self.on_cancel_all_done(now),
+            Pending::CancelAll => self.on_cancel_all_done(),
             other => self.on_control_result(other, result, now),
         }
     }
