@@ -196,7 +196,7 @@ fn serve<S: Read + Write>(
             conn.send(FLOOR_PROBE)?;
             report.floor_probes += 1;
             // The session re-sends its last order: read (and drop) that copy.
-            let _ = conn.next_request_raw()?;
+            let _ = conn.read_text()?;
         }
     }
     // The run is over: keep answering (the session's stop sequence) until it closes.
@@ -220,20 +220,22 @@ impl<S: Read + Write> Conn<S> {
         Ok(())
     }
 
-    /// The next request's text, or `None` on a timeout or close.
-    fn next_request_raw(&mut self) -> anyhow::Result<Option<Vec<u8>>> {
+    /// The next request's text, or why there is none.
+    fn read_text(&mut self) -> anyhow::Result<Result<Vec<u8>, Got>> {
         loop {
             if let Some(message) = self.reader.next_message()? {
                 match message.opcode {
-                    Opcode::Text => return Ok(Some(message.payload.to_vec())),
-                    Opcode::Close => return Ok(None),
+                    Opcode::Text => return Ok(Ok(message.payload.to_vec())),
+                    Opcode::Close => return Ok(Err(Got::Closed)),
                     _ => continue,
                 }
             }
             match self.reader.fill(&mut self.stream) {
                 Ok(_) => {}
-                Err(WsError::Io(std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)) => return Ok(None),
-                Err(WsError::Eof | WsError::Io(_)) => return Ok(None),
+                Err(WsError::Io(std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)) => {
+                    return Ok(Err(Got::TimedOut));
+                }
+                Err(WsError::Eof | WsError::Io(_)) => return Ok(Err(Got::Closed)),
                 Err(error) => return Err(error.into()),
             }
         }
@@ -241,22 +243,9 @@ impl<S: Read + Write> Conn<S> {
 
     /// Reads one request and answers it. `reconciled` is set on `private/get_position`.
     fn next_request(&mut self, reconciled: &mut bool) -> anyhow::Result<Got> {
-        let text = loop {
-            if let Some(message) = self.reader.next_message()? {
-                match message.opcode {
-                    Opcode::Text => break message.payload.to_vec(),
-                    Opcode::Close => return Ok(Got::Closed),
-                    _ => continue,
-                }
-            }
-            match self.reader.fill(&mut self.stream) {
-                Ok(_) => {}
-                Err(WsError::Io(std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)) => {
-                    return Ok(Got::TimedOut);
-                }
-                Err(WsError::Eof | WsError::Io(_)) => return Ok(Got::Closed),
-                Err(error) => return Err(error.into()),
-            }
+        let text = match self.read_text()? {
+            Ok(text) => text,
+            Err(got) => return Ok(got),
         };
         let request: serde_json::Value = serde_json::from_slice(&text)?;
         let id = request["id"].clone();
