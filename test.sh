@@ -33,7 +33,7 @@ cargo test --workspace --locked
 if [ -f tests/python/requirements.txt ] && compgen -G "tests/python/test_*.py" >/dev/null; then
     step "third-party clients (Python, project-local venv)"
     ./tests/python/setup.sh
-    TICKTRADE_BIN="$PWD/target/debug/ticktrade" .venv/bin/python -m pytest -q tests/python
+    TICKTRADE_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/ticktrade" .venv/bin/python -m pytest -q tests/python
 fi
 
 step "all tests passed"
