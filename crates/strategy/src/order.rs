@@ -228,6 +228,13 @@ impl Orders {
         self.slots[slot as usize].as_ref()
     }
 
+    /// Whether a report of `label` concerns this session: an order it tracks, or one with the
+    /// account's run prefix (a previous run's, adopted at reconciliation). Anything else is
+    /// another client's order on the same account.
+    pub fn is_ours(&self, label: &Label) -> bool {
+        self.by_label.get(label).is_some() || (!self.prefix.is_empty() && label.starts_with(self.prefix.as_bytes()))
+    }
+
     /// Live orders (pending, unknown, open, partly filled), oldest first.
     pub fn live(&self) -> impl Iterator<Item = &Order> {
         self.live.iter().filter_map(|slot| self.slots[*slot as usize].as_ref())

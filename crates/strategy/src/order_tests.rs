@@ -125,3 +125,15 @@ fn snapshot_cancels_missing_adopts_ours_and_sets_positions() {
     let (order, _) = o.apply_report(&report("tt-1-1", VenueState::Filled, 10, 6)).unwrap();
     assert_eq!(order.status, Status::Filled);
 }
+
+#[test]
+fn ours_is_what_we_track_or_what_carries_the_run_prefix() {
+    let mut o = orders(4);
+    o.insert_pending(label("x-7"), InstrumentId(0), Side::Buy, Price::from_raw(100), Qty::from_raw(1)).unwrap();
+    assert!(o.is_ours(&label("x-7")), "tracked");
+    assert!(o.is_ours(&label("tt-abcd-3")), "a previous run's, adoptable");
+    assert!(!o.is_ours(&label("manual-1")), "another client's");
+    assert!(!o.is_ours(&label("tt")), "the prefix is `tt-`, separator included");
+    let unprefixed = Orders::new(OrdersConfig { order_slots: 2, trade_memory: 4 }, rules(), b"");
+    assert!(!unprefixed.is_ours(&label("tt-abcd-3")), "no prefix adopts nothing");
+}

@@ -366,12 +366,13 @@ fn final_report(strategy: &str, report: &LiveReport, observed: &live::Observed) 
     );
     let _ = writeln!(
         text,
-        "  book frames {}  gaps {}  stale books {}  malformed {}  dropped reports {}  rate-limited {}{}",
+        "  book frames {}  gaps {}  stale books {}  malformed {}  dropped reports {}  other clients' reports {}  rate-limited {}{}",
         s.book_frames,
         s.gaps,
         s.stale_books,
         s.malformed,
         s.dropped_reports,
+        s.foreign_reports,
         s.rate_limited,
         if s.would_send > 0 { format!("  would have sent {}", s.would_send) } else { String::new() }
     );

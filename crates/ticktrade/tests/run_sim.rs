@@ -244,22 +244,66 @@ fn quote_over_tls_with_faults_reconciles_and_leaves_nothing_behind() {
     check_venue_agrees(&sim, dir.path(), &output);
 }
 
+/// Polls the journal until a line matches (the session writes it as it goes).
+fn wait_for_journal(dir: &Path, what: &str, needle: &str) {
+    let started = Instant::now();
+    loop {
+        let seen = std::fs::read_to_string(dir.join("journal.jsonl")).is_ok_and(|text| text.contains(needle));
+        if seen {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{what} never showed in the journal");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Another client trading on the same account: the session neither adopts nor touches that
+/// client's order while it runs, journals each report of it as `not_ours`, counts them in its
+/// report, and still agrees with the venue (`take` on plain ws).
+#[test]
+fn another_clients_order_is_left_alone_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path(), false, &[]);
+    let mut command = run_args(&sim, dir.path(), "take");
+    command.args(["--duration", "5"]).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = command.spawn().unwrap();
+    wait_for_journal(dir.path(), "the session going live", r#""state":"Live""#);
+    let ticker = sim.query("public/ticker", r#"{"instrument_name":"BTC-PERPETUAL"}"#);
+    let bid = ticker["best_bid_price"].as_f64().unwrap();
+    // Far under the market, on the 0.5 tick: it rests until the session's stop cancels it.
+    let price = ((bid * 0.9) / 0.5).floor() * 0.5;
+    let placed = sim.query(
+        "private/buy",
+        &format!(
+            r#"{{"instrument_name":"BTC-PERPETUAL","amount":10,"type":"limit","price":{price},"label":"manual-1"}}"#
+        ),
+    );
+    assert_eq!(placed["order"]["order_state"], "open", "{placed}");
+    let output = child.wait_with_output().unwrap();
+    check_venue_agrees(&sim, dir.path(), &output);
+    let entries = journal(dir.path());
+    assert!(entries.iter().any(|e| e["event"] == "not_ours" && e["label"] == "manual-1"), "no not_ours entry");
+    assert!(
+        !entries.iter().any(|e| e["event"] != "not_ours" && e["label"] == "manual-1"),
+        "the session acted on another client's order"
+    );
+    let printed = text(&output);
+    let counted = printed
+        .split("other clients' reports ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no count of other clients' reports: {printed}"));
+    assert!(counted >= 1, "{printed}");
+}
+
 #[test]
 fn sigterm_mid_run_cancels_every_order() {
     let dir = tempfile::tempdir().unwrap();
     let sim = Sim::start(dir.path(), false, &[]);
     let mut child = run_args(&sim, dir.path(), "quote").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     // Wait until the session has orders resting, then terminate it as a supervisor would.
-    let started = Instant::now();
-    loop {
-        let placed = std::fs::read_to_string(dir.path().join("journal.jsonl"))
-            .is_ok_and(|text| text.lines().any(|l| l.contains(r#""change":"Accepted""#)));
-        if placed {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "no order accepted");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_journal(dir.path(), "an accepted order", r#""change":"Accepted""#);
     let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -18,7 +18,7 @@ use std::time::Duration;
 use ticktrade_book::L2Book;
 use ticktrade_core::{Decimal, InstrumentId, Mono, Qty, Side};
 use ticktrade_latency::{Histogram, RingConsumer, RingProducer, Stamps, spsc_ring};
-use ticktrade_strategy::{Action, Blocked, Context, FillReport, Order, OrderEvent, Strategy, Trade};
+use ticktrade_strategy::{Action, Blocked, Context, FillReport, Label, Order, OrderEvent, Strategy, Trade};
 
 use crate::hot::Recorded;
 
@@ -71,6 +71,12 @@ pub enum Entry {
     Dropped {
         at: Mono,
         what: &'static str,
+    },
+    /// A report of an order this session does not own (another client on the same account):
+    /// left alone, and recorded so that the audit trail shows it arrived.
+    NotOurs {
+        at: Mono,
+        label: Label,
     },
     /// The once-a-second snapshot behind the status line (not written to the journal).
     Status(Status),
@@ -369,6 +375,9 @@ fn write_entry(out: &mut String, entry: &Entry, config: &ObserverConfig) {
             write!(out, r#"{{"ts_ns":{},"event":"kill_switch","why":{:?}}}"#, ts(at), why.to_string())
         }
         Entry::Dropped { at, what } => write!(out, r#"{{"ts_ns":{},"event":"dropped","what":{:?}}}"#, ts(at), what),
+        Entry::NotOurs { at, label } => {
+            write!(out, r#"{{"ts_ns":{},"event":"not_ours","label":{:?}}}"#, ts(at), label.as_str())
+        }
         Entry::Status(_) => Ok(()),
     };
 }
@@ -377,7 +386,7 @@ fn write_entry(out: &mut String, entry: &Entry, config: &ObserverConfig) {
 mod tests {
     use super::*;
     use ticktrade_core::Price;
-    use ticktrade_strategy::{Label, OrderRequest};
+    use ticktrade_strategy::OrderRequest;
 
     #[test]
     fn journal_lines_are_json() {

@@ -145,6 +145,8 @@ pub struct LiveStats {
     pub malformed: u64,
     /// Reports naming an instrument, label or state the session does not track.
     pub dropped_reports: u64,
+    /// Order reports of another client's orders on the same account (left alone).
+    pub foreign_reports: u64,
     /// Places and edits refused locally because the venue's credits were spent.
     pub rate_limited: u64,
     pub test_requests: u64,
@@ -757,10 +759,19 @@ impl<S: Strategy> Core<S> {
 
     /// An order object or an array of them (notifications, cancel results, queries).
     pub fn apply_orders(&mut self, json: &[u8], now: Mono) {
-        let Core { runner, instruments, books, outbox, stats, .. } = self;
+        let Core { runner, instruments, books, outbox, stats, pending_journal, .. } = self;
         let decoded =
             ticktrade_deribit_proto::report::for_each_order(json, |order, _| match order_report(&order, instruments) {
-                Ok(report) => runner.on_report(&report, books, now, outbox),
+                Ok(report) if runner.orders().is_ours(&report.label) => runner.on_report(&report, books, now, outbox),
+                Ok(report) => {
+                    stats.foreign_reports += 1;
+                    if pending_journal.len() == pending_journal.capacity() {
+                        for entry in pending_journal.drain(..) {
+                            runner.strategy_mut().record(entry);
+                        }
+                    }
+                    pending_journal.push(Entry::NotOurs { at: now, label: report.label });
+                }
                 Err(_) => stats.dropped_reports += 1,
             });
         if decoded.is_err() {
@@ -770,7 +781,13 @@ impl<S: Strategy> Core<S> {
 
     fn apply_order(&mut self, order: &ticktrade_deribit_proto::report::OrderReport<'_>, now: Mono) {
         match order_report(order, &self.instruments) {
-            Ok(report) => self.runner.on_report(&report, &self.books, now, &mut self.outbox),
+            Ok(report) if self.runner.orders().is_ours(&report.label) => {
+                self.runner.on_report(&report, &self.books, now, &mut self.outbox)
+            }
+            Ok(report) => {
+                self.stats.foreign_reports += 1;
+                self.pending_journal_push(Entry::NotOurs { at: now, label: report.label });
+            }
             Err(_) => self.stats.dropped_reports += 1,
         }
     }
