@@ -13,8 +13,8 @@
 //! Why: the general decoder goes through `Decimal` and an `i128` division per number
 //! (`Decimal::to_units`), ≈360 ns per 300-byte change frame on the build VM; this path is the
 //! hand scanner with a fixed key order of docs/PERFORMANCE.md §2 (69 ns a 316-byte change on the
-//! calibration host). Measured by the gateway's `hot_pipeline` bench
-//! (`cargo bench -p ticktrade-gateway --bench hot_pipeline`), which runs both decoders on the
+//! calibration host). Measured by the gateway's `hot_compute` bench
+//! (`cargo bench -p ticktrade-gateway --bench hot_compute`), which runs both decoders on the
 //! same frames.
 
 use ticktrade_book::l2::{Action, LevelUpdate};

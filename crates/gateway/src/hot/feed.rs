@@ -6,16 +6,12 @@
 //! Owns: grouping single-level deltas into frames (Deribit sends a few levels per change) and
 //! the frames' change ids and timestamps.
 //! Must not: do I/O or read a clock itself (timestamps are synthetic: 1 ms apart from a fixed
-//! epoch; `warm_up` stamps with the clock it is given).
+//! epoch).
 
 use ticktrade_book::workload::{Workload, WorkloadParams};
 use ticktrade_core::{Decimal, InstrumentSpec, SpecError};
 use ticktrade_deribit_proto::book::encode_book_units;
 use ticktrade_deribit_proto::{BookHeader, BookKind};
-
-use super::pipeline::{Outcome, Pipeline, RawStamps, StageClock};
-use super::strategy::Strategy;
-use ticktrade_net::frame::{Role, WsWriter};
 
 /// The instrument the synthetic feed is for.
 pub const INSTRUMENT: &str = "BTC-PERPETUAL";
@@ -83,21 +79,6 @@ impl SyntheticFeed {
     pub fn index_of(&self, change_id: u64) -> Option<usize> {
         self.change_ids.binary_search(&change_id).ok()
     }
-}
-
-/// Runs the whole feed through `pipeline` once, as a trader warms up before a session: the
-/// book's ladders and every buffer reach their working size, so the live run that follows
-/// (starting again from the same snapshot) allocates nothing. Returns the orders produced.
-pub fn warm_up<S: Strategy, C: StageClock>(pipeline: &mut Pipeline<S>, feed: &SyntheticFeed, clock: &C) -> u64 {
-    let mut writer = WsWriter::new(Role::Client, 1024, 1);
-    let mut orders = 0;
-    for frame in std::iter::once(&feed.snapshot).chain(&feed.changes) {
-        let mut stamps = RawStamps::received(clock.stamp(), 0);
-        if pipeline.on_frame(frame, clock, &mut stamps, &mut writer) == Outcome::Order {
-            orders += 1;
-        }
-    }
-    orders
 }
 
 #[cfg(test)]

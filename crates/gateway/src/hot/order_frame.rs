@@ -77,13 +77,6 @@ impl OrderFrame {
         true
     }
 
-    /// Loads one byte of each cache line of the frame buffer (`Pipeline::set_touch_ahead`);
-    /// returns a value for `std::hint::black_box`.
-    #[inline]
-    pub fn touch(&self) -> u8 {
-        self.buf.iter().step_by(64).fold(self.mask_state as u8, |x, &b| x ^ b)
-    }
-
     /// The last frame built.
     #[inline(always)]
     pub fn frame(&self) -> &[u8] {
@@ -130,11 +123,5 @@ impl OrderFramer {
     #[inline(always)]
     pub fn frame<'a>(&'a self, writer: &'a WsWriter) -> &'a [u8] {
         if self.in_writer { writer.frame() } else { self.block.frame() }
-    }
-
-    /// [`OrderFrame::touch`] of the block.
-    #[inline]
-    pub fn touch(&self) -> u8 {
-        self.block.touch()
     }
 }

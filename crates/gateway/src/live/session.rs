@@ -11,7 +11,7 @@
 //! `send_action`, `encode_action`) go to the `ticktrade_hot` linker section on Linux, next to
 //! the framer, decoder, book and encoder code they call (see `hot`'s module doc).
 //!
-//! Stamps (as `hot::HotLoop`): t0 read returned, t1 decoded, t2 book applied, t3 strategy and
+//! Stamps: t0 read returned, t1 decoded, t2 book applied, t3 strategy and
 //! risk checks done, t4 every action encoded and framed, t5 the write returned.
 
 use std::collections::VecDeque;
@@ -37,6 +37,7 @@ use ticktrade_strategy::{Action, Blocked, Label, Outbox, Reason, Runner, RunnerP
 
 use super::journal::{Entry, Journaled, Link, Status};
 use super::wire::{InFlight, Instruments, Pending, fill_report, order_report};
+use crate::hot::{RawStamps, to_stamps};
 use crate::venue::Credentials;
 
 /// How to run a session.
@@ -425,6 +426,37 @@ impl<S: Strategy> Session<S> {
         Ok(false)
     }
 
+    /// Starts a connection that has no socket: the session begins its sync as on a fresh
+    /// connection, and what it would write is appended to `written` (client frames, masked, as
+    /// on the wire). With [`Session::offline_frame`] this drives the session from memory, for
+    /// `bench tick-to-trade --in-memory`, which times the compute without the kernel's read and
+    /// write (the same code as a connection, minus the WebSocket framing of the venue's frames).
+    pub fn offline_connect(&mut self, written: &mut Vec<u8>) {
+        self.conn = None;
+        self.core.stats.connects += 1;
+        self.core.on_connect();
+        written.extend_from_slice(&self.core.wire);
+        self.core.wire.clear();
+    }
+
+    /// One text payload from the venue, read at `t0`: handled exactly as one the connection
+    /// delivered (book, result, notification), then the turn's housekeeping. What the session
+    /// writes is appended to `written`; the stage stamps (t0…t4) go to the stamps ring.
+    #[inline]
+    pub fn offline_frame(&mut self, payload: &[u8], t0: RawTicks, written: &mut Vec<u8>) {
+        let core = &mut self.core;
+        core.last_recv = core.clock.to_mono(t0);
+        let stamps = core.on_text(payload, t0);
+        written.extend_from_slice(&core.wire);
+        core.wire.clear();
+        if let Some(raw) = stamps {
+            core.after_write(&raw);
+        }
+        core.housekeeping(false);
+        written.extend_from_slice(&core.wire);
+        core.wire.clear();
+    }
+
     /// True while trading (synced, not stopping).
     pub fn is_live(&self) -> bool {
         self.core.sync.phase == Phase::Live
@@ -561,13 +593,6 @@ fn floor_write(floor: &mut Floor, conn: &mut Conn, clock: &TscClock) {
     floor.ring.push(stamps);
 }
 
-/// Raw TSC readings of one book frame's stages (0 = did not happen).
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct RawStamps {
-    pub t: [u64; 6],
-    pub exch_ms: u64,
-}
-
 impl<S: Strategy> Core<S> {
     #[inline]
     pub fn now(&self) -> Mono {
@@ -601,7 +626,7 @@ impl<S: Strategy> Core<S> {
     fn on_book(&mut self, instrument: InstrumentId, payload: &[u8], t0: RawTicks) -> Option<RawStamps> {
         let i = instrument.0 as usize;
         self.stats.book_frames += 1;
-        let mut raw = RawStamps { t: [t0.0, 0, 0, 0, 0, 0], exch_ms: 0 };
+        let mut raw = RawStamps::received(t0, 0);
         let header = match self.decoders[i].decode(payload, &mut self.updates) {
             Ok(header) => header,
             Err(_) => {
@@ -649,19 +674,10 @@ impl<S: Strategy> Core<S> {
     /// After t5: stamps to the recorder, journal entries of the timed path.
     fn after_write(&mut self, raw: &RawStamps) {
         if let Some(ring) = self.stamps.as_mut() {
-            let at = |t: u64| self.clock.to_mono(RawTicks(t));
-            let t0 = at(raw.t[0]);
-            let utc = self.anchor.1.saturating_add(t0.0 as i64 - self.anchor.0.0 as i64);
-            let mut stamps = Stamps::received(t0, ticktrade_core::Utc(utc));
-            for (stage, &t) in Stage::ALL.iter().zip(&raw.t).skip(1) {
-                if t != 0 {
-                    stamps.set(*stage, at(t));
-                }
-            }
-            if raw.exch_ms != 0 {
-                stamps.exch_utc = ticktrade_core::Utc((raw.exch_ms as i64).saturating_mul(1_000_000));
-            }
-            ring.push(stamps);
+            let t0 = self.clock.to_mono(RawTicks(raw.t[0]));
+            let raw =
+                RawStamps { recv_utc_ns: self.anchor.1.saturating_add(t0.0 as i64 - self.anchor.0.0 as i64), ..*raw };
+            ring.push(to_stamps(&self.clock, &raw));
         }
         self.flush_journal();
     }

@@ -84,10 +84,6 @@ pub struct Args {
     /// Ask for a bare write of the last order's bytes after every N ticks (`write_floor`).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub floor_every: u32,
-    /// Touch the frame's working set as soon as it arrives (`Pipeline::set_touch_ahead`; off by
-    /// default: not measurably better here, see docs/PERFORMANCE.md).
-    #[arg(long)]
-    pub touch_ahead: bool,
     /// Also run the compute (t0 → t4) over the same frames from memory, warm (`mem_*`) and
     /// after evicting the caches before each frame (`mem_cold_*`).
     #[arg(long)]
@@ -221,17 +217,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     series.retain(|s| s.percentiles.count > 0);
     if args.in_memory {
         let evict_kb = usize::try_from(args.evict_kb).context("--evict-kb")?;
-        series.extend(in_memory::run(&spec, &feed, &clock, args.every, evict_kb, args.touch_ahead));
+        series.extend(in_memory::run(&spec, &feed, &clock, options, evict_kb)?);
     }
     let mean_frame = feed.changes.iter().map(Vec::len).sum::<usize>() / feed.changes.len().max(1);
     let mut notes = format!(
         "ticktrade bench tick-to-trade: {ticks} ticks of {per} levels (mean {mean_frame} B) on 127.0.0.1, \
-         {}, every {} tick(s); the live session (ticktrade run's), risk checks and order state on{}: {} reads{}{}{}\n",
+         {}, every {} tick(s); the live session (ticktrade run's), risk checks and order state on{}: {} reads{}{}\n",
         pacing.describe(),
         args.every,
         if args.tls { ", plain then TLS" } else { "" },
         "blocking",
-        if args.touch_ahead { ", touch-ahead (in-memory pass)" } else { "" },
         match (args.pin_core, plain.pinned) {
             (Some(core), true) => format!(", pinned to core {core}"),
             (Some(core), false) => format!(", pinning to core {core} FAILED"),

@@ -15,9 +15,9 @@ use anyhow::{Context, anyhow};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use ticktrade_core::{InstrumentSpec, Price};
-use ticktrade_gateway::hot::engine::to_stamps;
 use ticktrade_gateway::hot::exchange::ExchangeSide;
 use ticktrade_gateway::hot::feed::SyntheticFeed;
+use ticktrade_gateway::hot::to_stamps;
 use ticktrade_gateway::hot::{RawStamps, Recorded};
 use ticktrade_latency::TscClock;
 use tokio_tungstenite::tungstenite::Message;
@@ -81,7 +81,6 @@ async fn client(url: String, spec: InstrumentSpec, clock: TscClock, every: u32) 
         let Some(levels) = parse_levels(&spec, data) else { continue };
         let change_id = data["change_id"].as_u64().unwrap_or(0);
         raw.t[1] = clock.raw().0;
-        raw.change_id = change_id;
         let ok = apply(&mut book, data, change_id, &levels);
         raw.t[2] = clock.raw().0;
         if !ok {

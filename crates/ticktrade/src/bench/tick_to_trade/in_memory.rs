@@ -1,32 +1,42 @@
-//! `bench tick-to-trade --in-memory`: the hot loop's compute (t0 → t4) over the same frames
-//! without a socket, warm and after evicting the caches, to separate what the code costs from
-//! what waking up cold costs.
+//! `bench tick-to-trade --in-memory`: the live session's compute (t0 → t4) over the same
+//! frames without a socket, warm and after evicting the caches, to separate what the code
+//! costs from what waking up cold costs.
+//!
+//! The session is the one every other pass runs (`Requote`, risk checks and order state on),
+//! driven through `Session::offline_connect`/`offline_frame`: it syncs against the in-process
+//! venue's answers (`venue::Answers`), then each tick is handed to it from a read buffer and
+//! every order it writes is acknowledged at once, untimed, as the venue would between ticks.
 //!
 //! Owns: the in-memory passes and their series (`mem_*`: back to back, caches warm;
-//! `mem_cold_*`: before each frame, `evict_kb` KiB are written, which pushes the pipeline's
+//! `mem_cold_*`: before each frame, `evict_kb` KiB are written, which pushes the session's
 //! code and data out of L1 and L2 as another process running between two ticks does; the frame
 //! is then copied into the read buffer, as the socket read would, and t0 is stamped).
-//! Must not: allocate inside a timed span (the pipeline is warmed by a full pass first).
+//! Must not: time anything itself (the stamps come from the session's ring).
 
-use ticktrade_core::Qty;
-use ticktrade_gateway::hot::engine::to_stamps;
-use ticktrade_gateway::hot::feed::{SyntheticFeed, warm_up};
-use ticktrade_gateway::hot::{Pipeline, QuoteOnTick, RawStamps, Recorded};
-use ticktrade_latency::{Series, Stage, TscClock};
-use ticktrade_net::frame::{Role, WsWriter};
+use anyhow::{Context as _, anyhow, bail};
+use ticktrade_core::InstrumentSpec;
+use ticktrade_gateway::hot::feed::SyntheticFeed;
+use ticktrade_gateway::hot::{Recorded, spawn_recorder};
+use ticktrade_gateway::live::{Session, StopHandle};
+use ticktrade_gateway::venue::{Credentials, Secret};
+use ticktrade_latency::{Series, Stage, TscClock, spsc_ring};
+use ticktrade_net::frame::{Opcode, Role, WsReader};
+use ticktrade_net::hot::TlsRoots;
+
+use super::session::{Requote, RunOptions, Target, new_session};
+use super::venue::Answers;
 
 /// Runs the warm and the cold pass and returns their series.
 pub(crate) fn run(
-    spec: &ticktrade_core::InstrumentSpec,
+    spec: &InstrumentSpec,
     feed: &SyntheticFeed,
     clock: &TscClock,
-    every: u32,
+    options: RunOptions,
     evict_kb: usize,
-    touch_ahead: bool,
-) -> Vec<Series> {
+) -> anyhow::Result<Vec<Series>> {
     let mut out = Vec::new();
     for (prefix, evict) in [("mem_", 0usize), ("mem_cold_", evict_kb.max(1) << 10)] {
-        let recorded = pass(spec, feed, clock, every, evict, touch_ahead);
+        let recorded = pass(spec, feed, clock, options, evict).with_context(|| format!("the {prefix} pass"))?;
         out.push(Series::from_histogram(format!("{prefix}tick_to_encoded"), &recorded.tick_to_encoded));
         for (stage, name) in [
             (Stage::Decoded, "decode"),
@@ -39,26 +49,86 @@ pub(crate) fn run(
             }
         }
     }
-    out
+    Ok(out)
+}
+
+/// The venue's half of the in-memory exchange: reads the session's client frames and feeds
+/// the replies back.
+struct Loop {
+    session: Session<Requote>,
+    answers: Answers,
+    requests: WsReader,
+    written: Vec<u8>,
+    replies: Vec<String>,
+    orders: u64,
+}
+
+impl Loop {
+    /// Answers everything the session wrote, feeding each reply back (which may make it write
+    /// more), until it has nothing left to say.
+    fn settle(&mut self, clock: &TscClock) -> anyhow::Result<()> {
+        for _ in 0..1_000 {
+            if self.written.is_empty() {
+                return Ok(());
+            }
+            self.requests.feed(&self.written);
+            self.written.clear();
+            while let Some(message) = self.requests.next_message()? {
+                if message.opcode == Opcode::Text {
+                    let (reply, got) = self.answers.answer(message.payload)?;
+                    if matches!(got, super::venue::Got::Order) {
+                        self.orders += 1;
+                    }
+                    self.replies.push(reply);
+                }
+            }
+            for reply in std::mem::take(&mut self.replies) {
+                self.session.offline_frame(reply.as_bytes(), clock.raw(), &mut self.written);
+            }
+        }
+        bail!("the session and the venue kept answering each other")
+    }
 }
 
 fn pass(
-    spec: &ticktrade_core::InstrumentSpec,
+    spec: &InstrumentSpec,
     feed: &SyntheticFeed,
     clock: &TscClock,
-    every: u32,
+    options: RunOptions,
     evict: usize,
-    touch_ahead: bool,
-) -> Recorded {
-    let mut pipeline = Pipeline::new(spec, QuoteOnTick::new(Qty::from_raw(1), every), feed.snapshot_levels);
-    pipeline.set_touch_ahead(touch_ahead);
-    warm_up(&mut pipeline, feed, clock);
-    let mut writer = WsWriter::new(Role::Client, 1024, 7);
-    let mut recorded = Recorded::default();
+) -> anyhow::Result<Recorded> {
+    let (stamps_tx, stamps_rx) = spsc_ring(1 << 16);
+    let recorder = spawn_recorder(stamps_rx, None)?;
+    let target = Target {
+        url: "ws://in-memory/ws/api/v2".into(),
+        roots: TlsRoots::Webpki,
+        credentials: Credentials { client_id: "bench".into(), client_secret: Secret::new("bench") },
+        stop_after_orders: None,
+        floor: false,
+    };
+    let mut io = Loop {
+        session: new_session(spec, &target, options, StopHandle::default(), stamps_tx)?,
+        answers: Answers::new(),
+        requests: WsReader::new(Role::Server, 1 << 16),
+        written: Vec::with_capacity(1 << 16),
+        replies: Vec::new(),
+        orders: 0,
+    };
+    io.session.offline_connect(&mut io.written);
+    io.settle(clock)?;
+    if !io.answers.reconciled {
+        bail!("the session did not reconcile against the in-memory venue");
+    }
+    io.session.offline_frame(&feed.snapshot, clock.raw(), &mut io.written);
+    io.settle(clock)?;
+    if !io.session.is_live() {
+        bail!("the session is not live after the snapshot");
+    }
+
     let mut garbage = vec![0u8; evict];
     let mut read_buf = Vec::with_capacity(4096);
     let mut sweep = 0u8;
-    for (i, frame) in std::iter::once(&feed.snapshot).chain(&feed.changes).enumerate() {
+    for frame in &feed.changes {
         if evict > 0 {
             sweep = sweep.wrapping_add(1);
             for line in garbage.iter_mut().step_by(64) {
@@ -68,12 +138,12 @@ fn pass(
         }
         read_buf.clear();
         read_buf.extend_from_slice(frame);
-        let mut raw = RawStamps::received(clock.raw(), 0);
-        pipeline.on_frame(&read_buf, clock, &mut raw, &mut writer);
-        std::hint::black_box(pipeline.order_frame(&writer).as_ptr());
-        if i > 0 && raw.t[1] != 0 {
-            recorded.record(&to_stamps(clock, &raw));
-        }
+        io.session.offline_frame(&read_buf, clock.raw(), &mut io.written);
+        io.settle(clock)?;
     }
-    recorded
+    if io.orders == 0 {
+        bail!("the session sent no order in memory");
+    }
+    drop(io);
+    recorder.join().map_err(|_| anyhow!("recorder thread panicked"))
 }

@@ -17,7 +17,7 @@ use ticktrade_gateway::hot::feed::SyntheticFeed;
 use ticktrade_gateway::hot::{Recorded, pin_current_thread, spawn_recorder};
 use ticktrade_gateway::live::{LiveConfig, LiveStats, Session, StopHandle};
 use ticktrade_gateway::venue::{Credentials, Secret};
-use ticktrade_latency::{TscClock, spsc_ring};
+use ticktrade_latency::{RingProducer, Stamps, TscClock, spsc_ring};
 use ticktrade_net::hot::{HotOptions, TlsRoots};
 use ticktrade_strategy::{Config, Context, Label, OrderRequest, Strategy};
 
@@ -136,6 +136,31 @@ pub(crate) fn drive(
     options: RunOptions,
     stop: StopHandle,
 ) -> anyhow::Result<(LiveStats, Recorded, bool)> {
+    let (stamps_tx, stamps_rx) = spsc_ring(1 << 16);
+    let (floor_tx, floor_rx) = spsc_ring(1 << 14);
+    let recorder = spawn_recorder(stamps_rx, target.floor.then_some(floor_rx))?;
+    let mut session = new_session(spec, target, options, stop, stamps_tx)?;
+    if target.floor {
+        session.set_floor_probe(floor_tx);
+    }
+    let pinned = options.pin_core.is_some_and(pin_current_thread);
+    session.start().with_context(|| format!("connecting to {}", target.url))?;
+    while !session.poll()? {}
+    let report = session.finish();
+    drop(session);
+    let recorded = recorder.join().map_err(|_| anyhow!("recorder thread panicked"))?;
+    Ok((report.stats, recorded, pinned))
+}
+
+/// The session every pass of the benchmark runs: `Requote` on `spec`, the template's risk
+/// limits (or none), stamps to `stamps`.
+pub(crate) fn new_session(
+    spec: &InstrumentSpec,
+    target: &Target,
+    options: RunOptions,
+    stop: StopHandle,
+    stamps: RingProducer<Stamps>,
+) -> anyhow::Result<Session<Requote>> {
     // The template's limits (every check but the loss limit on), with the order rate opened
     // up to 100 000 a second (10 000 per 100 ms: the rate check keeps one time per order of
     // the window, so the window stays small): the feed is closed-loop, one action per tick.
@@ -174,19 +199,5 @@ pub(crate) fn drive(
     live.status_every = None;
     live.stale_after = Duration::from_secs(3600);
     live.stop_after_orders = target.stop_after_orders;
-
-    let (stamps_tx, stamps_rx) = spsc_ring(1 << 16);
-    let (floor_tx, floor_rx) = spsc_ring(1 << 14);
-    let recorder = spawn_recorder(stamps_rx, target.floor.then_some(floor_rx))?;
-    let mut session = Session::new(live, strategy, parts, outbox, None, Some(stamps_tx), stop);
-    if target.floor {
-        session.set_floor_probe(floor_tx);
-    }
-    let pinned = options.pin_core.is_some_and(pin_current_thread);
-    session.start().with_context(|| format!("connecting to {}", target.url))?;
-    while !session.poll()? {}
-    let report = session.finish();
-    drop(session);
-    let recorded = recorder.join().map_err(|_| anyhow!("recorder thread panicked"))?;
-    Ok((report.stats, recorded, pinned))
+    Ok(Session::new(live, strategy, parts, outbox, None, Some(stamps), stop))
 }

@@ -113,7 +113,7 @@ fn tls_config() -> anyhow::Result<(Arc<rustls::ServerConfig>, String)> {
 }
 
 /// What the session's last request was, for the loop.
-enum Got {
+pub(crate) enum Got {
     Order,
     Other,
     Closed,
@@ -124,10 +124,18 @@ struct Conn<S> {
     stream: S,
     reader: WsReader,
     writer: WsWriter,
+    answers: Answers,
+}
+
+/// The venue's side of the protocol, without I/O: a request's text in, the reply's out. The
+/// socket venue and the in-memory pass answer with it.
+pub(crate) struct Answers {
     /// label → (order id, direction) of the orders acknowledged so far.
     orders: HashMap<String, (u64, String)>,
     next_order: u64,
     updated_ms: u64,
+    /// Set once the session asked for its position (its last reconciliation query).
+    pub(crate) reconciled: bool,
 }
 
 fn serve<S: Read + Write>(
@@ -140,19 +148,11 @@ fn serve<S: Read + Write>(
 ) -> anyhow::Result<VenueReport> {
     let (_path, reader) = handshake::server(&mut stream).context("WebSocket upgrade")?;
     timeouts.set_read_timeout(Some(config.reply_timeout.max(Duration::from_micros(1))))?;
-    let mut conn = Conn {
-        stream,
-        reader,
-        writer: WsWriter::new(Role::Server, 1 << 16, 1),
-        orders: HashMap::new(),
-        next_order: 1,
-        updated_ms: 1,
-    };
+    let mut conn = Conn { stream, reader, writer: WsWriter::new(Role::Server, 1 << 16, 1), answers: Answers::new() };
     let mut report = VenueReport::default();
     // Sync: answer until the session asked for its position (its last reconciliation query).
-    let mut reconciled = false;
-    while !reconciled {
-        match conn.next_request(&mut reconciled)? {
+    while !conn.answers.reconciled {
+        match conn.next_request()? {
             Got::Closed => return Ok(report),
             Got::Order | Got::Other | Got::TimedOut => {}
         }
@@ -161,7 +161,6 @@ fn serve<S: Read + Write>(
     // Let the session apply it and go live before the first tick.
     std::thread::sleep(Duration::from_millis(20));
     let n = config.ticks.min(feed.changes.len());
-    let mut ignored = false;
     for (i, frame) in feed.changes[..n].iter().enumerate() {
         match config.pause {
             Pace::Reply => {}
@@ -178,7 +177,7 @@ fn serve<S: Read + Write>(
         conn.send(frame)?;
         report.ticks_sent += 1;
         loop {
-            match conn.next_request(&mut ignored)? {
+            match conn.next_request()? {
                 Got::Order => {
                     report.orders += 1;
                     report.tick_to_order.record(clock.nanos_between(sent, clock.raw()));
@@ -202,7 +201,7 @@ fn serve<S: Read + Write>(
     // The run is over: keep answering (the session's stop sequence) until it closes.
     done.stop();
     loop {
-        match conn.next_request(&mut ignored)? {
+        match conn.next_request()? {
             Got::Closed => return Ok(report),
             Got::TimedOut => {
                 conn.stream.flush()?;
@@ -241,13 +240,26 @@ impl<S: Read + Write> Conn<S> {
         }
     }
 
-    /// Reads one request and answers it. `reconciled` is set on `private/get_position`.
-    fn next_request(&mut self, reconciled: &mut bool) -> anyhow::Result<Got> {
+    /// Reads one request and answers it.
+    fn next_request(&mut self) -> anyhow::Result<Got> {
         let text = match self.read_text()? {
             Ok(text) => text,
             Err(got) => return Ok(got),
         };
-        let request: serde_json::Value = serde_json::from_slice(&text)?;
+        let (reply, got) = self.answers.answer(&text)?;
+        self.send(reply.as_bytes())?;
+        Ok(got)
+    }
+}
+
+impl Answers {
+    pub(crate) fn new() -> Answers {
+        Answers { orders: HashMap::new(), next_order: 1, updated_ms: 1, reconciled: false }
+    }
+
+    /// The reply to one request, and what kind of request it was.
+    pub(crate) fn answer(&mut self, text: &[u8]) -> anyhow::Result<(String, Got)> {
+        let request: serde_json::Value = serde_json::from_slice(text)?;
         let id = request["id"].clone();
         let method = request["method"].as_str().unwrap_or("");
         let params = &request["params"];
@@ -270,7 +282,7 @@ impl<S: Read + Write> Conn<S> {
                 (serde_json::json!({"trades": [], "has_more": false}), Got::Other)
             }
             "private/get_position" => {
-                *reconciled = true;
+                self.reconciled = true;
                 (
                     serde_json::json!({"size": 0, "average_price": 0, "instrument_name": params["instrument_name"]}),
                     Got::Other,
@@ -284,13 +296,11 @@ impl<S: Read + Write> Conn<S> {
             "private/buy" | "private/sell" | "private/edit_by_label" => (self.acknowledge(method, params), Got::Order),
             _ => {
                 let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}});
-                self.send(reply.to_string().as_bytes())?;
-                return Ok(Got::Other);
+                return Ok((reply.to_string(), Got::Other));
             }
         };
         let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result});
-        self.send(reply.to_string().as_bytes())?;
-        Ok(got)
+        Ok((reply.to_string(), got))
     }
 
     /// An order result: the order rests, as sent.

@@ -1,23 +1,21 @@
 //! The hot path's compute, each part beside its plain baseline on the same frames:
 //! - `decode`: `FastBookDecoder` vs the general `decode_book_units` vs `serde_json::Value`;
-//! - `encode_order`: `OrderEncoder` vs `format!`;
-//! - `pipeline`: decode → book → decide → encode + frame for one ~300-byte change frame.
+//! - `encode_order`: `OrderEncoder` vs `format!`.
 //!
-//! Run: `cargo bench -p ticktrade-gateway --bench hot_pipeline`.
+//! The whole session's compute per tick is `ticktrade bench tick-to-trade --in-memory`.
+//!
+//! Run: `cargo bench -p ticktrade-gateway --bench hot_compute`.
 
 #![allow(clippy::unwrap_used)] // benches may unwrap, like tests
 
 use std::hint::black_box;
 
-use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ticktrade_core::{Price, Qty, Side};
 use ticktrade_deribit_proto::book_fast::FastBookDecoder;
 use ticktrade_deribit_proto::decode_book_units;
 use ticktrade_deribit_proto::order::{LimitOrder, OrderEncoder, OrderLabel};
-use ticktrade_gateway::hot::feed::{SyntheticFeed, btc_perpetual, warm_up};
-use ticktrade_gateway::hot::{Pipeline, QuoteOnTick, RawStamps};
-use ticktrade_latency::TscClock;
-use ticktrade_net::frame::{Role, WsWriter};
+use ticktrade_gateway::hot::feed::{SyntheticFeed, btc_perpetual};
 
 const FRAMES: usize = 10_000;
 
@@ -89,33 +87,5 @@ fn encode_order(c: &mut Criterion) {
     group.finish();
 }
 
-fn pipeline(c: &mut Criterion) {
-    let spec = btc_perpetual().unwrap();
-    let feed = SyntheticFeed::generate(&spec, FRAMES, 3);
-    let clock = TscClock::new();
-    let mut group = c.benchmark_group("pipeline");
-    group.throughput(Throughput::Elements(FRAMES as u64));
-    group.bench_function("frame_to_order_frame", |b| {
-        b.iter_batched_ref(
-            || {
-                let mut pipeline = Pipeline::new(&spec, QuoteOnTick::new(Qty::from_raw(1), 1), feed.snapshot_levels);
-                warm_up(&mut pipeline, &feed, &clock);
-                let mut writer = WsWriter::new(Role::Client, 1024, 1);
-                let mut stamps = RawStamps::default();
-                pipeline.on_frame(&feed.snapshot, &clock, &mut stamps, &mut writer);
-                (pipeline, writer)
-            },
-            |(pipeline, writer)| {
-                for frame in &feed.changes {
-                    let mut stamps = RawStamps::received(clock.raw(), 0);
-                    black_box(pipeline.on_frame(frame, &clock, &mut stamps, writer));
-                }
-            },
-            BatchSize::LargeInput,
-        )
-    });
-    group.finish();
-}
-
-criterion_group!(benches, decode, encode_order, pipeline);
+criterion_group!(benches, decode, encode_order);
 criterion_main!(benches);
