@@ -75,11 +75,11 @@ fn nothing_outside_the_venue_module_names_it() {
     }
     let mut guarded = Vec::new();
     let root = root();
-    rust_files(&root.join("crates/gateway/src/shell"), &mut guarded);
+    rust_files(&root.join("crates/ticktrade/src/shell"), &mut guarded);
     for file in [
         "crates/gateway/src/oms.rs",
         "crates/gateway/src/venue.rs",
-        "crates/gateway/tests/shell_sim.rs",
+        "crates/ticktrade/tests/shell_sim.rs",
         "crates/ticktrade/src/trade.rs",
         "crates/ticktrade/tests/trade_script.rs",
     ] {

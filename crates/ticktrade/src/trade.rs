@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::ValueEnum as _;
 use ticktrade::credentials;
-use ticktrade_gateway::shell::{Shell, tty};
+use ticktrade::shell::{Shell, tty};
 use ticktrade_gateway::venue::Venue;
 use ticktrade_gateway::venues::{self, SessionOptions};
 

@@ -22,7 +22,7 @@ use rustyline::{Context, Editor, Helper, Highlighter, Hinter, Validator};
 use super::command::COMMANDS;
 use super::output::render_text;
 use super::{Flow, Shell, ShellError};
-use crate::venue::{PublicTrade, Subscription, Venue, VenueEvent};
+use ticktrade_gateway::venue::{PublicTrade, Subscription, Venue, VenueEvent};
 
 /// Completes the first word from the command list, later words from instrument names and
 /// channel names.

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
+use ticktrade::shell::Shell;
 use ticktrade_core::Decimal;
-use ticktrade_gateway::shell::Shell;
 use ticktrade_gateway::venue::{Credentials, Filter, Secret, Venue};
 use ticktrade_gateway::venues::{self, SessionOptions};
 use ticktrade_sim::{ApiKey, SimConfig, SimHandle};

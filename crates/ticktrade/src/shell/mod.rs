@@ -31,7 +31,7 @@ pub use command::{Command, ParseError, parse};
 pub use events::Interest;
 pub use output::{Output, Table};
 
-use crate::venue::{InstrumentInfo, RoundTrip, Venue, VenueError};
+use ticktrade_gateway::venue::{InstrumentInfo, RoundTrip, Venue, VenueError};
 
 /// Why a command failed.
 #[derive(Debug, thiserror::Error)]
@@ -93,7 +93,7 @@ pub struct Shell<V: Venue> {
     pub(crate) interest: Arc<Mutex<Interest>>,
     /// The venue's events since the shell started (read by `run_script`; the terminal front
     /// end takes it for its printer task).
-    pub(crate) events: Option<broadcast::Receiver<crate::venue::VenueEvent>>,
+    pub(crate) events: Option<broadcast::Receiver<ticktrade_gateway::venue::VenueEvent>>,
 }
 
 impl<V: Venue> Shell<V> {
@@ -114,14 +114,14 @@ impl<V: Venue> Shell<V> {
     }
 
     /// Renders an event if the user subscribed to it.
-    fn render_event(&self, event: &crate::venue::VenueEvent, json: bool) -> Option<String> {
+    fn render_event(&self, event: &ticktrade_gateway::venue::VenueEvent, json: bool) -> Option<String> {
         self.interest.lock().ok()?.render(&self.venue, event, json)
     }
 
     /// Prints the notifications that arrived so far (without waiting).
     fn drain_events(
         &self,
-        rx: &mut broadcast::Receiver<crate::venue::VenueEvent>,
+        rx: &mut broadcast::Receiver<ticktrade_gateway::venue::VenueEvent>,
         out: &mut impl Write,
         json: bool,
     ) -> std::io::Result<()> {
@@ -190,14 +190,14 @@ impl<V: Venue> Shell<V> {
     async fn script_loop(
         &mut self,
         lines: &mut mpsc::Receiver<std::io::Result<String>>,
-        rx: &mut broadcast::Receiver<crate::venue::VenueEvent>,
+        rx: &mut broadcast::Receiver<ticktrade_gateway::venue::VenueEvent>,
         out: &mut impl Write,
         json: bool,
     ) -> std::io::Result<u64> {
         #[allow(clippy::large_enum_variant)] // one value, on the stack, per loop turn
         enum Next {
             Line(Option<std::io::Result<String>>),
-            Event(Result<crate::venue::VenueEvent, broadcast::error::RecvError>),
+            Event(Result<ticktrade_gateway::venue::VenueEvent, broadcast::error::RecvError>),
         }
         let mut failures = 0;
         let mut events_open = true;

@@ -5,7 +5,7 @@
 
 use ticktrade_core::{Decimal, Side};
 
-use crate::venue::{Subscription, TimeInForce, Trigger, TriggerSource};
+use ticktrade_gateway::venue::{Subscription, TimeInForce, Trigger, TriggerSource};
 
 /// A parsed order command.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::{Value, json};
 use ticktrade_core::Decimal;
 
-use crate::venue::{ConnState, Subscription, Venue, VenueEvent};
+use ticktrade_gateway::venue::{ConnState, Subscription, Venue, VenueEvent};
 
 type Level = Option<(Decimal, Decimal)>;
 
@@ -240,7 +240,7 @@ mod tests {
     use ticktrade_core::Side;
 
     use super::*;
-    use crate::venue::{OrderStatus, OrderView, PublicTrade};
+    use ticktrade_gateway::venue::{OrderStatus, OrderView, PublicTrade};
 
     fn dec(text: &str) -> Decimal {
         Decimal::parse(text).unwrap()

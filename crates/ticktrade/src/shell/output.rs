@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
-use crate::venue::RoundTrip;
+use ticktrade_gateway::venue::RoundTrip;
 
 /// Rows of text cells under a header. Numbers are right-aligned.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
