@@ -1,15 +1,11 @@
-//! What the benchmarks and tests of the hot path share, beside the live session
-//! (`crate::live`, the one loop that trades): the synthetic feed, the stage-stamp recorder,
-//! the in-process venues of the compute and order benchmarks, and the order client of
-//! `ticktrade bench order`.
+//! What the live session's benchmarks and tests share with it: the synthetic feed, the
+//! stage-stamp recorder, the floor probe and thread pinning. The in-process venues and the
+//! order client of the benchmarks live beside them (`ticktrade bench`).
 //!
 //! Owns: `feed` (`SyntheticFeed`, seeded BTC-PERPETUAL book frames byte-for-byte as the
 //! simulator publishes them), `record` (`RawStamps` read on the timed path, `to_stamps`,
-//! `spawn_recorder`/`Recorded`: histograms filled off the hot thread), `exchange`
-//! (`ExchangeSide`, the blocking in-process publisher the tokio baseline is measured against),
-//! `acker` (`Acker`, an in-process venue that acknowledges each request with `usIn`/`usOut`),
-//! `order_client`/`order_frame` (orders sent and acknowledged on one framer, `bench order`),
-//! [`FLOOR_PROBE`] and [`pin_current_thread`].
+//! `spawn_recorder`/`Recorded`: histograms filled off the hot thread), [`FLOOR_PROBE`] and
+//! [`pin_current_thread`].
 //! Must not: trade. Nothing here authenticates, keeps order state or checks risk; that is the
 //! live session's.
 //!
@@ -22,11 +18,7 @@
 //! read and write paths fetches its code from a few adjacent pages instead of lines spread among
 //! cold code (`nm -n target/release/ticktrade` lists them side by side).
 
-pub mod acker;
-pub mod exchange;
 pub mod feed;
-pub mod order_client;
-pub mod order_frame;
 pub mod record;
 
 pub use record::{RawStamps, Recorded, spawn_recorder, to_stamps};

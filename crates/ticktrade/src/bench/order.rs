@@ -1,5 +1,5 @@
 //! `ticktrade bench order`: the cost of sending one order and the round trip to its
-//! acknowledgement, on loopback, against `ticktrade_gateway::hot::acker::Acker` (a minimal
+//! acknowledgement, on loopback, against `acker::Acker` (a minimal
 //! in-process venue answering each request at once with Deribit's envelope and `usIn`/`usOut`;
 //! the simulator does not serve private methods on a blocking loopback socket yet).
 //!
@@ -11,17 +11,20 @@
 //! tokio + tungstenite, `format!`, serde_json `Value` for the ack) measured in the same run.
 //! Must not: time with a different clock on the two sides of a span.
 
+mod acker;
 mod baseline;
+mod client;
+mod frame;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
+use acker::Acker;
 use anyhow::{Context, anyhow, bail};
+use client::OrderClient;
 use ticktrade_core::{Clock, Price, Qty, Side};
 use ticktrade_deribit_proto::order::{LimitOrder, OrderLabel};
-use ticktrade_gateway::hot::acker::Acker;
 use ticktrade_gateway::hot::feed::btc_perpetual;
-use ticktrade_gateway::hot::order_client::OrderClient;
 use ticktrade_latency::{Histogram, RawTicks, Series, TscClock};
 use ticktrade_net::handshake;
 

@@ -17,11 +17,12 @@
 //! the floor probes), closed-loop by default (`--pace reply`: the next tick as soon as the
 //! order for the previous one is read), or gap-paced (`--pace sleep|spin`); then once more with
 //! the risk checks off, and with `--tls` over TLS. The baseline runs against
-//! `ticktrade_gateway::hot::exchange::ExchangeSide`. `--exchange sim` runs the same session
+//! `exchange::ExchangeSide`. `--exchange sim` runs the same session
 //! against the embedded simulator instead (`sim`), without `write_floor`, venue view or
 //! baseline.
 
 mod baseline;
+pub(crate) mod exchange;
 mod in_memory;
 mod session;
 mod sim;
@@ -33,8 +34,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
+use exchange::{ExchangeConfig, ExchangeReport, Pace};
 use ticktrade_gateway::hot::Recorded;
-use ticktrade_gateway::hot::exchange::{ExchangeConfig, ExchangeReport, Pace};
 use ticktrade_gateway::hot::feed::{SyntheticFeed, btc_perpetual};
 use ticktrade_latency::{Histogram, Series, Stage, TscClock};
 
@@ -52,7 +53,7 @@ pub struct Args {
     /// Book change frames to publish (each is one tick).
     #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(100..=10_000_000))]
     pub ticks: u64,
-    /// The other end: `in-process` (default), the exchange side of `hot::exchange` speaking the
+    /// The other end: `in-process` (default), the exchange side of `exchange` speaking the
     /// simulator's bytes with exact pacing; `sim`, the embedded simulator on loopback, whose
     /// market publishes book changes at `--sim-rate` and acknowledges the orders (no
     /// `write_floor`, no exchange-side view, no baseline; see docs/PERFORMANCE.md).

@@ -7,11 +7,11 @@
 
 use std::time::Duration;
 
+use super::acker::Acker;
 use anyhow::{Context, anyhow, bail};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use ticktrade_core::{Clock, Price};
-use ticktrade_gateway::hot::acker::Acker;
 use ticktrade_gateway::hot::feed::btc_perpetual;
 use ticktrade_latency::{RawTicks, TscClock};
 use tokio_tungstenite::tungstenite::Message;

@@ -11,11 +11,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::exchange::ExchangeSide;
 use anyhow::{Context, anyhow};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use ticktrade_core::{InstrumentSpec, Price};
-use ticktrade_gateway::hot::exchange::ExchangeSide;
 use ticktrade_gateway::hot::feed::SyntheticFeed;
 use ticktrade_gateway::hot::to_stamps;
 use ticktrade_gateway::hot::{RawStamps, Recorded};

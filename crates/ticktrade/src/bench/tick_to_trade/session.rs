@@ -77,7 +77,7 @@ pub(crate) struct RunOptions {
     pub(crate) floor_every: u32,
     pub(crate) reply_timeout: Duration,
     pub(crate) pin_core: Option<usize>,
-    pub(crate) pause: ticktrade_gateway::hot::exchange::Pace,
+    pub(crate) pause: super::exchange::Pace,
     pub(crate) gap: Duration,
 }
 

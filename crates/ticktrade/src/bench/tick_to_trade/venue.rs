@@ -19,9 +19,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::exchange::Pace;
 use anyhow::{Context as _, anyhow};
 use ticktrade_gateway::hot::FLOOR_PROBE;
-use ticktrade_gateway::hot::exchange::Pace;
 use ticktrade_gateway::hot::feed::SyntheticFeed;
 use ticktrade_gateway::live::StopHandle;
 use ticktrade_latency::{Histogram, TscClock};

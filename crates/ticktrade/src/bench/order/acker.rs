@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use ticktrade_deribit_proto::envelope::{ServerStamps, encode_result};
 use ticktrade_deribit_proto::{Id, order::find_label};
 
-use super::exchange::ExchangeError;
+use crate::bench::tick_to_trade::exchange::ExchangeError;
 use ticktrade_net::frame::{Opcode, Role, WsError, WsWriter};
 use ticktrade_net::handshake;
 

@@ -21,7 +21,7 @@ use ticktrade_deribit_proto::order::LimitOrder;
 use ticktrade_deribit_proto::{Id, Incoming, classify};
 use ticktrade_latency::{RawTicks, TscClock};
 
-use super::order_frame::OrderFramer;
+use super::frame::OrderFramer;
 use ticktrade_net::frame::{Opcode, Role, WsError, WsReader, WsWriter};
 
 /// Stamps of one `send`.
@@ -138,3 +138,8 @@ impl OrderClient {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+#[path = "client_tests.rs"]
+mod tests;

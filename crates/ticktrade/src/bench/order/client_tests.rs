@@ -3,15 +3,13 @@
 //! of `OrderEncoder` with the id `send` returned; ids increase; `rewrite_last` repeats the last
 //! frame; acks from the in-process acker match their orders.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
-
 use std::net::TcpListener;
 
+use super::OrderClient;
+use crate::bench::order::acker::Acker;
 use ticktrade_core::{Price, Qty, Side};
 use ticktrade_deribit_proto::order::{LimitOrder, OrderEncoder, OrderLabel};
-use ticktrade_gateway::hot::acker::Acker;
 use ticktrade_gateway::hot::feed::btc_perpetual;
-use ticktrade_gateway::hot::order_client::OrderClient;
 use ticktrade_latency::TscClock;
 use ticktrade_net::frame::{Opcode, WsReader};
 use ticktrade_net::handshake;

@@ -31,8 +31,8 @@ use std::time::Duration;
 use ticktrade_deribit_proto::order::find_label;
 use ticktrade_latency::{Histogram, RawTicks, TscClock};
 
-use super::feed::SyntheticFeed;
-use super::{FLOOR_PROBE, pin_current_thread};
+use ticktrade_gateway::hot::feed::SyntheticFeed;
+use ticktrade_gateway::hot::{FLOOR_PROBE, pin_current_thread};
 use ticktrade_net::frame::{Opcode, Role, WsError, WsReader, WsWriter};
 use ticktrade_net::handshake::{self, HandshakeError};
 
