@@ -33,7 +33,9 @@
 //!
 //! # Layout
 //! - `wire`: the in-flight request table, the instrument table, venue report conversion.
-//! - `session`: `LiveConfig`, `Session` and its loop.
+//! - `session`: `Session` and its loop; beneath it `config` (`LiveConfig`, stats, report),
+//!   `incoming` (answers, order reports, trades), `outgoing` (pacing, encoding) and
+//!   `housekeeping` (between frames).
 //! - `query`: `Query`, a blocking client for one-off requests; `fetch_instruments`.
 //! - `control`: answers to control requests: sync, reconciliation, shutdown.
 //! - `journal`: the journal entries, `Journaled`, the observer thread (journal file, status

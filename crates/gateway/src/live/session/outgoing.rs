@@ -1,0 +1,174 @@
+//! What the session sends: control requests and the strategy's actions, paced by the venue's
+//! credits (places and edits refused locally when spent, cancels deferred), encoded into the
+//! turn's write batch.
+//!
+//! Owns: the request encoding, the local pacing and the deferred cancels.
+//! Must not: allocate or log on the path from a book frame to its write.
+
+use super::*;
+
+impl<S: Strategy> Core<S> {
+    /// Encodes one request into the write batch, spending `class` credits (control requests
+    /// are few and never refused locally: the venue's non-matching pool is large).
+    pub fn request(&mut self, class: Class, encode: impl FnOnce(&mut Vec<u8>)) {
+        if !self.sync.connected {
+            return;
+        }
+        let _ = self.credits.try_take(class, self.now().0);
+        let buf = self.writer.begin();
+        encode(buf);
+        let frame = self.writer.finish(Opcode::Text);
+        self.wire.extend_from_slice(frame);
+    }
+
+    /// Sends the outbox, oldest first. Callbacks that run meanwhile (a local refusal) may
+    /// append to it; those are sent in the same turn.
+    #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
+    pub fn send_actions(&mut self, now: Mono) {
+        let mut k = 0;
+        while k < self.outbox.len() {
+            let action = self.outbox.as_slice()[k];
+            k += 1;
+            self.send_action(action, now);
+        }
+        self.outbox.clear();
+    }
+
+    #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
+    pub(super) fn send_action(&mut self, action: Action, now: Mono) {
+        if self.config.dry_run {
+            self.stats.would_send += 1;
+            self.pending_journal_push(Entry::Sent { at: now, action, dry_run: true });
+            return;
+        }
+        if matches!(self.sync.phase, Phase::Done) {
+            return;
+        }
+        if !self.sync.authenticated || self.credits_for(action, now).is_err() {
+            match action {
+                Action::Place { label, .. } => {
+                    self.stats.rate_limited += 1;
+                    let reason = Reason::new(10028, "not sent: request credits spent");
+                    self.reject(&label, Request::Place, reason, now);
+                }
+                Action::Edit { label, .. } => {
+                    self.stats.rate_limited += 1;
+                    let reason = Reason::new(10028, "not sent: request credits spent");
+                    self.reject(&label, Request::Edit, reason, now);
+                }
+                Action::Cancel { .. } | Action::CancelAll { .. } => self.defer(action),
+            }
+            return;
+        }
+        self.encode_action(action);
+        self.pending_journal_push(Entry::Sent { at: now, action, dry_run: false });
+    }
+
+    /// Spends the matching-engine credits of `action`'s requests (a cancel-all of every
+    /// instrument is one request per instrument).
+    pub(super) fn credits_for(&mut self, action: Action, now: Mono) -> Result<(), u64> {
+        let n = match action {
+            Action::CancelAll { instrument: None } => self.instruments.len(),
+            _ => 1,
+        };
+        for _ in 0..n {
+            self.credits.try_take(Class::Matching, now.0)?;
+        }
+        Ok(())
+    }
+
+    /// A cancel that cannot go out now waits, in order. The queue holds one entry per order
+    /// slot; beyond that, a cancel-all replaces everything queued (it covers them all).
+    pub fn defer(&mut self, action: Action) {
+        if self.deferred.len() >= self.deferred_cap {
+            self.deferred.clear();
+            self.deferred.push_back(Action::CancelAll { instrument: None });
+            return;
+        }
+        self.deferred.push_back(action);
+    }
+
+    /// Sends `action` without spending credits (the stop sequence).
+    pub(in crate::live) fn send_unpaced(&mut self, action: Action, now: Mono) {
+        if !self.sync.connected {
+            return;
+        }
+        self.encode_action(action);
+        self.pending_journal_push(Entry::Sent { at: now, action, dry_run: false });
+    }
+
+    /// Encodes a request for `action` (credits already spent).
+    #[inline]
+    #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
+    pub(super) fn encode_action(&mut self, action: Action) {
+        match action {
+            Action::Place { label, order } => {
+                self.stats.places += 1;
+                let id = self.inflight.issue(Pending::Place(label));
+                let tag = wire_tag(&label);
+                let wire = WireOrder {
+                    side: order.side,
+                    kind: OrderKind::Limit(order.price),
+                    qty: order.qty,
+                    label: tag,
+                    time_in_force: match order.time_in_force {
+                        TimeInForce::GoodTilCancelled => ticktrade_deribit_proto::order::TimeInForce::GoodTilCancelled,
+                        TimeInForce::ImmediateOrCancel => {
+                            ticktrade_deribit_proto::order::TimeInForce::ImmediateOrCancel
+                        }
+                        TimeInForce::FillOrKill => ticktrade_deribit_proto::order::TimeInForce::FillOrKill,
+                    },
+                    post_only: order.post_only,
+                    // The strategy chose the price: a post-only order that would cross is
+                    // refused rather than moved.
+                    reject_post_only: order.post_only,
+                    reduce_only: order.reduce_only,
+                };
+                let encoder = &self.encoders[order.instrument.0 as usize];
+                encoder.encode_order(self.writer.begin(), id, &wire);
+            }
+            Action::Edit { label, instrument, price, qty, .. } => {
+                self.stats.edits += 1;
+                let id = self.inflight.issue(Pending::Edit(label));
+                let encoder = &self.encoders[instrument.0 as usize];
+                encoder.encode_edit_by_label(self.writer.begin(), id, wire_tag(&label), qty, price, false);
+            }
+            Action::Cancel { label, instrument, venue_id } => {
+                self.stats.cancels += 1;
+                let id = self.inflight.issue(Pending::Cancel(label));
+                let out = self.writer.begin();
+                if venue_id.is_empty() {
+                    let currency = &self.instruments.spec(instrument).base_currency;
+                    let currency = (!currency.is_empty()).then_some(currency.as_str());
+                    requests::cancel_by_label(out, id, wire_tag(&label), currency);
+                } else {
+                    requests::cancel(out, id, venue_id.as_str());
+                }
+            }
+            Action::CancelAll { instrument } => {
+                self.stats.cancels += 1;
+                let range = match instrument {
+                    Some(i) => i.0 as usize..i.0 as usize + 1,
+                    None => 0..self.instruments.len(),
+                };
+                for i in range {
+                    let id = self.inflight.issue(Pending::CancelAll);
+                    let name = &self.instruments.specs[i].name;
+                    requests::cancel_all_by_instrument(self.writer.begin(), id, name);
+                    let frame = self.writer.finish(Opcode::Text);
+                    self.wire.extend_from_slice(frame);
+                }
+                return;
+            }
+        }
+        let frame = self.writer.finish(Opcode::Text);
+        self.wire.extend_from_slice(frame);
+    }
+}
+
+pub(super) fn wire_tag(label: &Label) -> OrderTag<'_> {
+    // Labels come from `LabelGen` (ASCII, at most 32 bytes), so this never falls back.
+    WireLabel::new(label.as_bytes()).map_or(OrderTag::None, OrderTag::Text)
+}
