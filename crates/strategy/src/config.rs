@@ -402,22 +402,7 @@ impl Config {
             self_cross: self.risk.self_cross,
         };
         for (id, r, n) in instruments {
-            let at = |f: &str| format!("risk.instrument[{n}].{f}");
-            let spec = &specs[id.0 as usize];
-            let notional = Notional::for_spec(spec);
-            let mut l = InstrumentLimits { notional, ..InstrumentLimits::default() };
-            l.max_order_qty = r.max_order_amount.map(|a| qty(&at("max_order_amount"), spec, a)).transpose()?;
-            l.max_position = r.max_position.map(|a| qty(&at("max_position"), spec, a)).transpose()?;
-            if let Some(Amount(limit)) = r.max_order_notional {
-                positive(&at("max_order_notional"), limit)?;
-                l.max_order_notional = Some((notional.units_of(spec, limit), limit));
-            }
-            if let Some(Amount(limit)) = r.max_loss {
-                positive(&at("max_loss"), limit)?;
-                let rule = PnlRule::for_spec(spec).map_err(|e| invalid(at("max_loss"), e.to_string()))?;
-                l.max_loss = Some((rule.units_of(limit), limit));
-            }
-            limits.instruments[id.0 as usize] = l;
+            limits.instruments[id.0 as usize] = instrument_limits(r, &specs[id.0 as usize], n)?;
         }
         if let Some(max_orders) = non_negative("risk.max_orders_per_window", self.risk.max_orders_per_window)? {
             let window_ms = self.risk.rate_window_ms;
@@ -443,57 +428,11 @@ impl Config {
             "custom" => None,
             "quote" => {
                 let q = self.quote.as_ref().ok_or_else(|| invalid("quote", "missing"))?;
-                let distance = match (q.distance_ticks, q.distance_bps) {
-                    (Some(t), None) if t >= 0 => Distance::Ticks(t),
-                    (None, Some(b)) if b >= 0 => {
-                        Distance::Bps(u32::try_from(b).map_err(|_| invalid("quote.distance_bps", "too large"))?)
-                    }
-                    (Some(t), None) => {
-                        return Err(invalid("quote.distance_ticks", format!("must not be negative, got {t}")));
-                    }
-                    (None, Some(b)) => {
-                        return Err(invalid("quote.distance_bps", format!("must not be negative, got {b}")));
-                    }
-                    _ => {
-                        return Err(invalid(
-                            "quote.distance_ticks",
-                            "set exactly one of distance_ticks and distance_bps",
-                        ));
-                    }
-                };
-                for (field, v) in [("quote.skew_ticks", q.skew_ticks), ("quote.requote_ticks", q.requote_ticks)] {
-                    if v < 0 {
-                        return Err(invalid(field, format!("must not be negative, got {v}")));
-                    }
-                }
-                Some(BuiltIn::Quote(Quote::new(QuoteParams {
-                    instrument: strategy_instrument,
-                    distance,
-                    size: qty("quote.amount", spec, q.amount)?,
-                    max_position: qty("quote.max_position", spec, q.max_position)?,
-                    skew_ticks: q.skew_ticks,
-                    requote_ticks: q.requote_ticks,
-                })))
+                Some(quote_strategy(q, strategy_instrument, spec)?)
             }
             _ => {
                 let t = self.take.as_ref().ok_or_else(|| invalid("take", "missing"))?;
-                if t.levels <= 0 {
-                    return Err(invalid("take.levels", format!("must be positive, got {}", t.levels)));
-                }
-                if t.cooldown_ms < 0 {
-                    return Err(invalid("take.cooldown_ms", format!("must not be negative, got {}", t.cooldown_ms)));
-                }
-                let ratio = t.imbalance.0;
-                positive("take.imbalance", ratio)?;
-                Some(BuiltIn::Take(Take::new(TakeParams {
-                    instrument: strategy_instrument,
-                    levels: t.levels as usize,
-                    ratio_num: i128::from(ratio.mantissa()),
-                    ratio_den: ticktrade_core::POW10_I128[usize::from(ratio.scale())],
-                    size: qty("take.amount", spec, t.amount)?,
-                    max_position: qty("take.max_position", spec, t.max_position)?,
-                    cooldown_ns: t.cooldown_ms as u64 * 1_000_000,
-                })))
+                Some(take_strategy(t, strategy_instrument, spec)?)
             }
         };
         Ok(Setup {
@@ -507,6 +446,82 @@ impl Config {
             band_reference,
         })
     }
+}
+
+/// The limits of one `[[risk.instrument]]` entry (the `n`-th), in `spec`'s units.
+fn instrument_limits(
+    r: &InstrumentRiskConfig,
+    spec: &InstrumentSpec,
+    n: usize,
+) -> Result<InstrumentLimits, ConfigError> {
+    let at = |f: &str| format!("risk.instrument[{n}].{f}");
+    let notional = Notional::for_spec(spec);
+    let mut l = InstrumentLimits { notional, ..InstrumentLimits::default() };
+    l.max_order_qty = r.max_order_amount.map(|a| qty(&at("max_order_amount"), spec, a)).transpose()?;
+    l.max_position = r.max_position.map(|a| qty(&at("max_position"), spec, a)).transpose()?;
+    if let Some(Amount(limit)) = r.max_order_notional {
+        positive(&at("max_order_notional"), limit)?;
+        l.max_order_notional = Some((notional.units_of(spec, limit), limit));
+    }
+    if let Some(Amount(limit)) = r.max_loss {
+        positive(&at("max_loss"), limit)?;
+        let rule = PnlRule::for_spec(spec).map_err(|e| invalid(at("max_loss"), e.to_string()))?;
+        l.max_loss = Some((rule.units_of(limit), limit));
+    }
+    Ok(l)
+}
+
+/// The built-in `quote` from its `[quote]` table.
+fn quote_strategy(q: &QuoteConfig, instrument: InstrumentId, spec: &InstrumentSpec) -> Result<BuiltIn, ConfigError> {
+    let distance = match (q.distance_ticks, q.distance_bps) {
+        (Some(t), None) if t >= 0 => Distance::Ticks(t),
+        (None, Some(b)) if b >= 0 => {
+            Distance::Bps(u32::try_from(b).map_err(|_| invalid("quote.distance_bps", "too large"))?)
+        }
+        (Some(t), None) => {
+            return Err(invalid("quote.distance_ticks", format!("must not be negative, got {t}")));
+        }
+        (None, Some(b)) => {
+            return Err(invalid("quote.distance_bps", format!("must not be negative, got {b}")));
+        }
+        _ => {
+            return Err(invalid("quote.distance_ticks", "set exactly one of distance_ticks and distance_bps"));
+        }
+    };
+    for (field, v) in [("quote.skew_ticks", q.skew_ticks), ("quote.requote_ticks", q.requote_ticks)] {
+        if v < 0 {
+            return Err(invalid(field, format!("must not be negative, got {v}")));
+        }
+    }
+    Ok(BuiltIn::Quote(Quote::new(QuoteParams {
+        instrument,
+        distance,
+        size: qty("quote.amount", spec, q.amount)?,
+        max_position: qty("quote.max_position", spec, q.max_position)?,
+        skew_ticks: q.skew_ticks,
+        requote_ticks: q.requote_ticks,
+    })))
+}
+
+/// The built-in `take` from its `[take]` table.
+fn take_strategy(t: &TakeConfig, instrument: InstrumentId, spec: &InstrumentSpec) -> Result<BuiltIn, ConfigError> {
+    if t.levels <= 0 {
+        return Err(invalid("take.levels", format!("must be positive, got {}", t.levels)));
+    }
+    if t.cooldown_ms < 0 {
+        return Err(invalid("take.cooldown_ms", format!("must not be negative, got {}", t.cooldown_ms)));
+    }
+    let ratio = t.imbalance.0;
+    positive("take.imbalance", ratio)?;
+    Ok(BuiltIn::Take(Take::new(TakeParams {
+        instrument,
+        levels: t.levels as usize,
+        ratio_num: i128::from(ratio.mantissa()),
+        ratio_den: ticktrade_core::POW10_I128[usize::from(ratio.scale())],
+        size: qty("take.amount", spec, t.amount)?,
+        max_position: qty("take.max_position", spec, t.max_position)?,
+        cooldown_ns: t.cooldown_ms as u64 * 1_000_000,
+    })))
 }
 
 fn non_negative(field: &str, value: Option<i64>) -> Result<Option<u32>, ConfigError> {

@@ -16,6 +16,7 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow, bail};
 use ticktrade_core::Decimal;
 use ticktrade_gateway::live::{self, Exit, LiveConfig, LiveReport, ObserverConfig, Session, StopHandle};
+use ticktrade_gateway::venue::Credentials;
 use ticktrade_gateway::venues;
 use ticktrade_latency::{Series, table_string};
 use ticktrade_net::hot::{HotOptions, TlsRoots};
@@ -124,53 +125,9 @@ pub fn run_with<S: Strategy>(args: Args, make: impl FnOnce(&Setup) -> anyhow::Re
         .with_writer(std::io::stderr)
         .try_init();
     let mut config = load_config(args.config.as_deref())?;
-    let strategy = match (&args.strategy, &args.config) {
-        (Some(named), None) => {
-            config.strategy = named.clone();
-            named.clone()
-        }
-        (Some(named), Some(_)) if *named != config.strategy => {
-            bail!(
-                "{}: strategy is {:?}, but the command line asks for {named:?}",
-                path_text(&args.config),
-                config.strategy
-            );
-        }
-        (_, Some(_)) => config.strategy.clone(),
-        (None, None) => bail!("name a strategy (quote or take) or give a --config"),
-    };
+    let strategy = chosen_strategy(&args, &mut config)?;
     apply_instruments(&mut config, &args.instruments);
-
-    // The embedded simulator runs on a runtime of its own; the session has this thread.
-    let mut runtime = None;
-    let mut sim = None;
-    let (url, credentials, roots) = match args.venue.as_str() {
-        "sim" => {
-            let rt = crate::status::runtime()?;
-            let handle = rt
-                .block_on(ticktrade_sim::spawn_loopback(ticktrade_sim::SimConfig::default()))
-                .context("starting the embedded simulator")?;
-            let url = handle.ws_url();
-            sim = Some(handle);
-            runtime = Some(rt);
-            (url, Some(credentials::simulator_default()), TlsRoots::Webpki)
-        }
-        venue => {
-            let url = if venue.contains("://") {
-                venue.to_owned()
-            } else {
-                venues::endpoint_url(venue)
-                    .with_context(|| {
-                        format!("unknown venue {venue:?}: sim, deribit-testnet, deribit or a ws(s):// URL")
-                    })?
-                    .to_owned()
-            };
-            let creds = credentials::load(args.credentials.as_deref())?
-                .or_else(|| ticktrade_net::is_loopback_url(&url).then(credentials::simulator_default));
-            let roots = args.ca_cert.clone().map_or(TlsRoots::Webpki, TlsRoots::File);
-            (url, creds, roots)
-        }
-    };
+    let Target { url, credentials, roots, sim } = open_target(&args)?;
     if credentials.is_none() && !args.dry_run {
         bail!(
             "no credentials for {url}: set DERIBIT_CLIENT_ID and DERIBIT_CLIENT_SECRET, pass --credentials FILE, or use --dry-run"
@@ -216,22 +173,7 @@ pub fn run_with<S: Strategy>(args: Args, make: impl FnOnce(&Setup) -> anyhow::Re
     live_config.dry_run = args.dry_run;
     live_config.flatten = args.flatten;
     live_config.status_every = (!args.quiet).then_some(Duration::from_secs(1));
-
-    let stop = StopHandle::default();
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, stop.flag()).context("installing the signal handlers")?;
-    }
-    spawn_stdin_stop(stop.clone());
-    if let Some(secs) = args.duration {
-        let stop = stop.clone();
-        std::thread::Builder::new()
-            .name("tt-duration".into())
-            .spawn(move || {
-                std::thread::sleep(Duration::from_secs(secs));
-                stop.stop();
-            })
-            .context("starting the duration timer")?;
-    }
+    let stop = stop_handle(args.duration)?;
 
     eprint!(
         "{}",
@@ -251,7 +193,7 @@ pub fn run_with<S: Strategy>(args: Args, make: impl FnOnce(&Setup) -> anyhow::Re
     let result = session.run();
     drop(session);
     let observed = observer.handle.join().map_err(|_| anyhow!("the observer thread panicked"))?;
-    if let (Some(sim), Some(rt)) = (sim, runtime.as_ref()) {
+    if let Some((rt, sim)) = sim {
         rt.block_on(sim.shutdown());
     }
     let report = result.with_context(|| format!("trading on {url}"))?;
@@ -267,6 +209,83 @@ pub fn run_with<S: Strategy>(args: Args, make: impl FnOnce(&Setup) -> anyhow::Re
         Exit::Clean => ExitCode::SUCCESS,
         Exit::Incomplete { .. } => ExitCode::FAILURE,
     })
+}
+
+/// The strategy to run: the one named on the command line (which must agree with the
+/// config's, when a config is given) or the config's.
+fn chosen_strategy(args: &Args, config: &mut Config) -> anyhow::Result<String> {
+    Ok(match (&args.strategy, &args.config) {
+        (Some(named), None) => {
+            config.strategy = named.clone();
+            named.clone()
+        }
+        (Some(named), Some(_)) if *named != config.strategy => {
+            bail!(
+                "{}: strategy is {:?}, but the command line asks for {named:?}",
+                path_text(&args.config),
+                config.strategy
+            );
+        }
+        (_, Some(_)) => config.strategy.clone(),
+        (None, None) => bail!("name a strategy (quote or take) or give a --config"),
+    })
+}
+
+/// Where the session connects, with what, and the embedded simulator when that is the venue.
+struct Target {
+    url: String,
+    credentials: Option<Credentials>,
+    roots: TlsRoots,
+    /// The embedded simulator and the runtime of its own it runs on (the session has this
+    /// thread).
+    sim: Option<(tokio::runtime::Runtime, ticktrade_sim::SimHandle)>,
+}
+
+fn open_target(args: &Args) -> anyhow::Result<Target> {
+    if args.venue == "sim" {
+        let rt = crate::status::runtime()?;
+        let handle = rt
+            .block_on(ticktrade_sim::spawn_loopback(ticktrade_sim::SimConfig::default()))
+            .context("starting the embedded simulator")?;
+        return Ok(Target {
+            url: handle.ws_url(),
+            credentials: Some(credentials::simulator_default()),
+            roots: TlsRoots::Webpki,
+            sim: Some((rt, handle)),
+        });
+    }
+    let venue = args.venue.as_str();
+    let url = if venue.contains("://") {
+        venue.to_owned()
+    } else {
+        venues::endpoint_url(venue)
+            .with_context(|| format!("unknown venue {venue:?}: sim, deribit-testnet, deribit or a ws(s):// URL"))?
+            .to_owned()
+    };
+    let credentials = credentials::load(args.credentials.as_deref())?
+        .or_else(|| ticktrade_net::is_loopback_url(&url).then(credentials::simulator_default));
+    let roots = args.ca_cert.clone().map_or(TlsRoots::Webpki, TlsRoots::File);
+    Ok(Target { url, credentials, roots, sim: None })
+}
+
+/// The session's stop: set by SIGINT, SIGTERM, `stop` on stdin, or after `duration` seconds.
+fn stop_handle(duration: Option<u64>) -> anyhow::Result<StopHandle> {
+    let stop = StopHandle::default();
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, stop.flag()).context("installing the signal handlers")?;
+    }
+    spawn_stdin_stop(stop.clone());
+    if let Some(secs) = duration {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("tt-duration".into())
+            .spawn(move || {
+                std::thread::sleep(Duration::from_secs(secs));
+                stop.stop();
+            })
+            .context("starting the duration timer")?;
+    }
+    Ok(stop)
 }
 
 fn path_text(path: &Option<PathBuf>) -> String {
