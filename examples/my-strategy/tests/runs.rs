@@ -9,19 +9,20 @@ use std::process::{Command, Stdio};
 
 const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/my-strategy.toml");
 
+/// Runs `my-strategy` with `args` to its end; it must stop cleanly. Returns what it printed.
+fn runs_cleanly(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_my-strategy")).args(args).stdin(Stdio::null()).output().unwrap();
+    let printed = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{printed}");
+    assert!(printed.contains("stopped cleanly"), "{printed}");
+    printed
+}
+
 #[test]
 fn my_strategy_trades_on_the_embedded_simulator_and_stops_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.jsonl");
-    let output = Command::new(env!("CARGO_BIN_EXE_my-strategy"))
-        .args(["--config", CONFIG, "--duration", "3", "--quiet", "--journal"])
-        .arg(&journal)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let printed = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success(), "{printed}");
-    assert!(printed.contains("stopped cleanly"), "{printed}");
+    runs_cleanly(&["--config", CONFIG, "--duration", "3", "--quiet", "--journal", &journal.display().to_string()]);
     let text = std::fs::read_to_string(&journal).unwrap();
     assert!(text.lines().any(|l| l.contains(r#""request":"place""#) && l.contains(r#""label":"mine-"#)), "{text}");
 }
@@ -42,17 +43,20 @@ fn my_strategy_trades_over_tls_and_leaves_nothing_open() {
     let url = sim.ws_url();
     assert!(url.starts_with("wss://"), "{url}");
     let journal = dir.path().join("journal.jsonl");
-    let output = Command::new(env!("CARGO_BIN_EXE_my-strategy"))
-        .args(["--venue", &url, "--config", CONFIG, "--duration", "4", "--quiet", "--ca-cert"])
-        .arg(&cert)
-        .arg("--journal")
-        .arg(&journal)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let printed = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success(), "{printed}");
-    assert!(printed.contains("stopped cleanly"), "{printed}");
+    let (cert_arg, journal_arg) = (cert.display().to_string(), journal.display().to_string());
+    let printed = runs_cleanly(&[
+        "--venue",
+        &url,
+        "--config",
+        CONFIG,
+        "--duration",
+        "4",
+        "--quiet",
+        "--ca-cert",
+        &cert_arg,
+        "--journal",
+        &journal_arg,
+    ]);
     let entries: Vec<serde_json::Value> =
         std::fs::read_to_string(&journal).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(entries.iter().any(|e| e["event"] == "sent" && e["request"] == "place"), "no order sent: {printed}");
