@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::auth::{Grant, Tokens};
 use crate::clock::SimClock;
-use crate::engine::{Command, ENGINE_METHODS, MARKET_DATA_METHODS};
+use crate::engine::{Command, ENGINE_METHODS, MARKET_DATA_METHODS, QUOTE_METHODS};
 use crate::fault::{FaultLog, Faults};
 use crate::rpc::{self, RpcError, Timing};
 use ticktrade_core::Mono;
@@ -199,7 +199,9 @@ pub async fn handle_call(
 }
 
 fn scope_allows(grant: &Grant, method: &str) -> bool {
-    let writes = matches!(class_of(method), Class::Matching);
+    // MMP settings change what the engine does to orders: Deribit asks `trade:read_write`.
+    let writes =
+        matches!(class_of(method), Class::Matching) || matches!(method, "private/set_mmp_config" | "private/reset_mmp");
     if writes {
         return grant.scope.trade_write;
     }
@@ -277,7 +279,7 @@ async fn dispatch(
     if subscribe::METHODS.contains(&method) {
         return subscribe::call(shared, session, account, id, method, params, us_in).await;
     }
-    if ENGINE_METHODS.contains(&method) || MARKET_DATA_METHODS.contains(&method) {
+    if ENGINE_METHODS.contains(&method) || MARKET_DATA_METHODS.contains(&method) || QUOTE_METHODS.contains(&method) {
         return engine_call(shared, account, method, params).await.map(Some);
     }
     Err(crate::coverage::not_served(method))

@@ -87,6 +87,20 @@ pub struct Order {
     /// Trailing stops only: the trigger's price when the order was placed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger_reference_price: Option<Num>,
+    /// The order's MMP flag (always sent by Deribit's current API).
+    pub mmp: bool,
+    /// `true` when market maker protection cancelled the order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mmp_cancelled: Option<bool>,
+    /// Mass quotes only: `quote: true`, their `mmp_group`, `quote_set_id` and `quote_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mmp_group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote_set_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote_id: Option<String>,
 }
 
 /// The user trade object: `result.trades[]`, `get_user_trades_*`, `user.trades.*`.
@@ -122,6 +136,11 @@ pub struct UserTrade {
     pub self_trade: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api: Option<bool>,
+    /// Fills of mass quotes only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote_set_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote_id: Option<String>,
 }
 
 /// `private/buy`, `sell`, `edit`, `close_position` result.

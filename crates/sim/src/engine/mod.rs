@@ -9,11 +9,13 @@
 //! # Layout
 //! - `methods`: the RPC methods answered here: trading, account reads, books and tickers.
 //! - `market_data`: the other public market-data reads (trade history, indexes, volumes).
+//! - `quotes`: mass quotes and market maker protection.
 //! - `publish`: subscriptions, snapshots, aggregation (100ms/agg2), fan-out.
 
 mod market_data;
 mod methods;
 mod publish;
+mod quotes;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,6 +35,7 @@ use crate::rpc::RpcError;
 pub use market_data::METHODS as MARKET_DATA_METHODS;
 pub use methods::ENGINE_METHODS;
 use publish::Subscriptions;
+pub use quotes::METHODS as QUOTE_METHODS;
 use ticktrade_deribit_proto::channel::Interval;
 
 /// A frame for a session's writer.
