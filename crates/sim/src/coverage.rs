@@ -5,7 +5,7 @@
 //! methods not served yet, [`not_served`] (the error for any method the dispatch does not
 //! know) and [`render_table`], the coverage table of `docs/PROTOCOLS.md`. The served methods
 //! are not listed here: they are the dispatch's own lists (`session::*_METHODS`,
-//! `engine::ENGINE_METHODS`, `engine::MARKET_DATA_METHODS`, `engine::QUOTE_METHODS`), so the table cannot claim a method the dispatch lacks.
+//! `engine::ENGINE_METHODS`, `engine::MARKET_DATA_METHODS`, `engine::QUOTE_METHODS`, `engine::TRIGGER_HISTORY_METHODS`), so the table cannot claim a method the dispatch lacks.
 //! Must not: route or answer a served method.
 //!
 //! A test (`tests/coverage.rs`) checks that every method of `testdata/deribit/examples/` is in
@@ -161,7 +161,6 @@ pub const NOT_YET_SERVED: &[&str] = &[
     "private/get_subaccounts",
     "private/get_subaccounts_details",
     "private/get_transaction_log",
-    "private/get_trigger_order_history",
     "private/get_user_locks",
     "private/set_announcement_as_read",
     "private/set_self_trading_config",
@@ -175,6 +174,7 @@ pub fn served() -> impl Iterator<Item = &'static str> {
         .chain(crate::engine::ENGINE_METHODS)
         .chain(crate::engine::MARKET_DATA_METHODS)
         .chain(crate::engine::QUOTE_METHODS)
+        .chain(crate::engine::TRIGGER_HISTORY_METHODS)
         .copied()
 }
 

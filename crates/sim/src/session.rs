@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::auth::{Grant, Tokens};
 use crate::clock::SimClock;
-use crate::engine::{Command, ENGINE_METHODS, MARKET_DATA_METHODS, QUOTE_METHODS};
+use crate::engine::{Command, ENGINE_METHODS, MARKET_DATA_METHODS, QUOTE_METHODS, TRIGGER_HISTORY_METHODS};
 use crate::fault::{FaultLog, Faults};
 use crate::rpc::{self, RpcError, Timing};
 use ticktrade_core::Mono;
@@ -279,7 +279,8 @@ async fn dispatch(
     if subscribe::METHODS.contains(&method) {
         return subscribe::call(shared, session, account, id, method, params, us_in).await;
     }
-    if ENGINE_METHODS.contains(&method) || MARKET_DATA_METHODS.contains(&method) || QUOTE_METHODS.contains(&method) {
+    let engine_methods = [ENGINE_METHODS, MARKET_DATA_METHODS, QUOTE_METHODS, TRIGGER_HISTORY_METHODS];
+    if engine_methods.iter().any(|list| list.contains(&method)) {
         return engine_call(shared, account, method, params).await.map(Some);
     }
     Err(crate::coverage::not_served(method))

@@ -44,7 +44,6 @@ const EXCEPTIONS: &[(&str, &str)] = &[
     ("is_secondary_oto", "linked orders not simulated"),
     ("primary_order_id", "linked orders not simulated"),
     ("oto_order_ids", "linked orders not simulated"),
-    ("trigger_order_id", "only on orders a trigger placed; this walk places none"),
     ("original_order_type", "market_limit not simulated"),
     ("is_primary_otoco", "linked orders not simulated"),
     ("app_name", "OAuth apps not simulated"),
@@ -312,6 +311,15 @@ async fn replies_match_the_vectors_key_for_key() {
     let status = c.call("private/get_mmp_status", json!({"index_name": "btc_usd"})).await;
     assert_eq!(status["result"], json!([]), "{status}");
     c.call("private/close_position", json!({"instrument_name": "BTC-PERPETUAL", "type": "market"})).await;
+
+    // A trigger order far from the market, for the trigger history (its `new` entry).
+    let stop = json!({"instrument_name": "BTC-PERPETUAL", "amount": 10, "type": "stop_market",
+        "trigger": "index_price", "trigger_price": far});
+    let stop_id = c.call("private/buy", stop).await["result"]["order"]["order_id"].clone();
+    let reply = c.call("private/get_trigger_order_history", json!({"currency": "BTC", "count": 10})).await;
+    assert_eq!(reply["result"]["entries"][0]["trigger_order_id"], stop_id, "{reply}");
+    check.method("private/get_trigger_order_history", &reply);
+    c.call("private/cancel", json!({"order_id": stop_id})).await;
 
     // Market data over the trades above (each list is non-empty, so its items are compared).
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;

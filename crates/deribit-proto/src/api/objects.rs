@@ -87,6 +87,9 @@ pub struct Order {
     /// Trailing stops only: the trigger's price when the order was placed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger_reference_price: Option<Num>,
+    /// Orders a trigger order placed: that trigger order's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_order_id: Option<String>,
     /// The order's MMP flag (always sent by Deribit's current API).
     pub mmp: bool,
     /// `true` when market maker protection cancelled the order.

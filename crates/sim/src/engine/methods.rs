@@ -478,6 +478,7 @@ pub fn call(
             json(&trades)
         }
         other => super::quotes::call(market, now, account, other, raw, out)
+            .or_else(|| super::trigger_history::call(market, account, other, raw))
             .or_else(|| super::market_data::call(market, other, raw))
             .unwrap_or_else(|| Err(RpcError::method_not_found())),
     }

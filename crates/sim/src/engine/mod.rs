@@ -10,12 +10,14 @@
 //! - `methods`: the RPC methods answered here: trading, account reads, books and tickers.
 //! - `market_data`: the other public market-data reads (trade history, indexes, volumes).
 //! - `quotes`: mass quotes and market maker protection.
+//! - `trigger_history`: `get_trigger_order_history`.
 //! - `publish`: subscriptions, snapshots, aggregation (100ms/agg2), fan-out.
 
 mod market_data;
 mod methods;
 mod publish;
 mod quotes;
+mod trigger_history;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,6 +39,7 @@ pub use methods::ENGINE_METHODS;
 use publish::Subscriptions;
 pub use quotes::METHODS as QUOTE_METHODS;
 use ticktrade_deribit_proto::channel::Interval;
+pub use trigger_history::METHODS as TRIGGER_HISTORY_METHODS;
 
 /// A frame for a session's writer.
 #[derive(Clone, Debug)]

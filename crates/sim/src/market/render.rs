@@ -140,6 +140,7 @@ impl Market {
             trigger_reference_price: trigger
                 .filter(|t| t.offset.is_some())
                 .map(|t| money(Money::from_f64_model(t.reference))),
+            trigger_order_id: order.trigger_order_id.and_then(|id| self.ex.order(id)).map(|t| self.order_id_text(t)),
             mmp: order.mmp,
             mmp_cancelled: (order.cancel_reason == Some(CancelReason::MmpTrigger)).then_some(true),
             quote: order.quote.map(|_| true),
