@@ -74,3 +74,64 @@ fn a_given_secret_is_never_printed() {
     let printed = sim.stop();
     assert!(!printed.join("\n").contains(SECRET), "stdout contains the secret");
 }
+
+/// With every log at trace level (`RUST_LOG=trace`, the simulator's and its libraries'), no
+/// line of stdout or stderr holds a secret given with `--key`, around WebSocket and HTTP
+/// logins that succeed and fail and a request signed with HTTP Basic auth.
+#[test]
+fn trace_logs_never_hold_a_given_secret() {
+    const SECRET: &str = "tr4ce-secret-never-logged-91d2";
+    let key = format!("tracer:{SECRET}");
+    let sim = SimProcess::start_with_env(&["--listen", "127.0.0.1:0", "--key", &key], &[("RUST_LOG", "trace")]);
+    for secret in [SECRET.to_owned(), format!("{SECRET}-wrong")] {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"public/auth","params":{{"grant_type":"client_credentials","client_id":"tracer","client_secret":"{secret}"}}}}"#
+        );
+        let head = format!(
+            "POST /api/v2/public/auth HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}",
+            body.len()
+        );
+        http(&sim, &head, &body);
+    }
+    let basic = base64(format!("tracer:{SECRET}").as_bytes());
+    let head = format!(
+        "GET /api/v2/private/get_open_orders_by_currency?currency=BTC HTTP/1.1\r\nAuthorization: Basic {basic}"
+    );
+    let reply = http(&sim, &head, "");
+    assert!(reply.contains("\"result\":[]"), "{reply}");
+    let ws_url = sim.url("ws://").unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let mut c = ticktrade_testkit::WsClient::connect(&ws_url).await;
+        let params =
+            serde_json::json!({"grant_type": "client_credentials", "client_id": "tracer", "client_secret": SECRET});
+        let v = c.call("public/auth", params).await;
+        assert!(v["result"]["access_token"].is_string(), "{v}");
+        let v = c.call("private/get_positions", serde_json::json!({"currency": "BTC"})).await;
+        assert!(v["result"].is_array(), "{v}");
+    });
+    let (printed, logs) = sim.stop_with_logs();
+    assert!(logs.iter().any(|l| l.contains("TRACE")), "trace logging is on: {} stderr lines", logs.len());
+    for (name, lines) in [("stdout", &printed), ("stderr", &logs)] {
+        for line in lines.iter() {
+            assert!(!line.contains(SECRET) && !line.contains(&basic), "{name} holds the secret: {line}");
+        }
+    }
+}
+
+/// Standard base64 (the Basic auth header), written out to keep the test free of a crate.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
