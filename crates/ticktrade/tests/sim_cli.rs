@@ -135,3 +135,90 @@ fn base64(bytes: &[u8]) -> String {
     }
     out
 }
+
+/// `--instruments FILE --testnet`: the simulator trades exactly the recorded instruments (none
+/// of the built-in ones) and marks every response `testnet: true`.
+#[test]
+fn instruments_file_replaces_the_catalogue_and_testnet_marks_replies() {
+    let file =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/deribit/examples/public_get_instruments.response.json");
+    let recorded: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let names: Vec<&str> =
+        recorded["result"].as_array().unwrap().iter().map(|i| i["instrument_name"].as_str().unwrap()).collect();
+    let sim = SimProcess::start(&["--listen", "127.0.0.1:0", "--instruments", file, "--testnet"]);
+    let reply = http(&sim, "GET /api/v2/public/get_instruments?currency=any HTTP/1.1", "");
+    sim.stop();
+    let body: serde_json::Value = serde_json::from_str(&reply[reply.find("\r\n\r\n").unwrap() + 4..]).unwrap();
+    assert_eq!(body["testnet"], true, "{body}");
+    let served: Vec<&str> =
+        body["result"].as_array().unwrap().iter().map(|i| i["instrument_name"].as_str().unwrap()).collect();
+    assert!(!served.is_empty(), "{body}");
+    assert!(served.iter().all(|n| names.contains(n)), "served {served:?}, recorded {names:?}");
+    assert!(!served.contains(&"ETH-PERPETUAL"), "a built-in instrument is still served");
+}
+
+/// `--tls --cert FILE --cert-key FILE`: wss:// with the given certificate (a client trusting
+/// only it completes a handshake and an RPC), and no generated certificate is written.
+#[test]
+fn tls_serves_the_given_certificate_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
+    let cert_path = dir.path().join("cert.pem");
+    let key_path = dir.path().join("key.pem");
+    std::fs::write(&cert_path, certified.cert.pem()).unwrap();
+    std::fs::write(&key_path, certified.signing_key.serialize_pem()).unwrap();
+    let sim = SimProcess::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--tls",
+        "--cert",
+        cert_path.to_str().unwrap(),
+        "--cert-key",
+        key_path.to_str().unwrap(),
+    ]);
+    let banner = sim.banner.join("\n");
+    assert!(!banner.contains("self-signed certificate"), "{banner}");
+    let url = sim.url("wss://").expect("a wss:// address");
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(certified.cert.der().clone()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let connector = ticktrade_testkit::ws::Connector::Rustls(std::sync::Arc::new(config));
+        let mut c = ticktrade_testkit::WsClient::connect_tls(&url, connector).await;
+        let v = c.call("public/get_time", serde_json::json!({})).await;
+        assert!(v["result"].is_i64(), "{v}");
+    });
+    sim.stop();
+}
+
+/// Every flag `ticktrade sim --help` lists is passed by a process test of `ticktrade sim`
+/// (this file or `run_sim.rs`), so a new flag cannot ship untested.
+#[test]
+fn every_sim_flag_is_used_by_a_test() {
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_ticktrade")).args(["sim", "--help"]).output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    let flags: Vec<String> = help
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('-'))
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
+        .map(|w| w.trim_end_matches(',').to_owned())
+        .filter(|f| f != "--help" && f != "--version")
+        .collect();
+    assert!(flags.len() >= 10, "flags parsed from --help: {flags:?}\n{help}");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests");
+    let tests: String = ["sim_cli.rs", "run_sim.rs"]
+        .iter()
+        .map(|f| std::fs::read_to_string(format!("{dir}/{f}")).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n");
+    // This test's own source names no flag literally, so it cannot claim one.
+    let untested: Vec<&String> = flags.iter().filter(|f| !tests.contains(&format!("\"{f}\""))).collect();
+    assert!(untested.is_empty(), "flags of `ticktrade sim --help` no test passes: {untested:?}");
+}
