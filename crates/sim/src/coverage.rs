@@ -5,7 +5,7 @@
 //! methods not served yet, [`not_served`] (the error for any method the dispatch does not
 //! know) and [`render_table`], the coverage table of `docs/PROTOCOLS.md`. The served methods
 //! are not listed here: they are the dispatch's own lists (`session::*_METHODS`,
-//! `engine::ENGINE_METHODS`, `engine::MARKET_DATA_METHODS`, `engine::QUOTE_METHODS`, `engine::TRIGGER_HISTORY_METHODS`), so the table cannot claim a method the dispatch lacks.
+//! `engine::ENGINE_METHODS`, `engine::MARKET_DATA_METHODS`, `engine::QUOTE_METHODS`, `engine::TRIGGER_HISTORY_METHODS`, `engine::MARGIN_METHODS`), so the table cannot claim a method the dispatch lacks.
 //! Must not: route or answer a served method.
 //!
 //! A test (`tests/coverage.rs`) checks that every method of `testdata/deribit/examples/` is in
@@ -150,12 +150,9 @@ pub const NOT_YET_SERVED: &[&str] = &[
     "public/get_last_settlements_by_instrument",
     "public/get_mark_price_history",
     "public/get_volatility_index_data",
-    "private/cancel_all_by_currency_pair",
     "private/create_combo",
     "private/get_leg_prices",
-    "private/get_margins",
     "private/get_new_announcements",
-    "private/get_order_margin_by_ids",
     "private/get_settlement_history_by_currency",
     "private/get_settlement_history_by_instrument",
     "private/get_subaccounts",
@@ -175,6 +172,7 @@ pub fn served() -> impl Iterator<Item = &'static str> {
         .chain(crate::engine::MARKET_DATA_METHODS)
         .chain(crate::engine::QUOTE_METHODS)
         .chain(crate::engine::TRIGGER_HISTORY_METHODS)
+        .chain(crate::engine::MARGIN_METHODS)
         .copied()
 }
 

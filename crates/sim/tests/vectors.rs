@@ -312,6 +312,21 @@ async fn replies_match_the_vectors_key_for_key() {
     assert_eq!(status["result"], json!([]), "{status}");
     c.call("private/close_position", json!({"instrument_name": "BTC-PERPETUAL", "type": "market"})).await;
 
+    // Margins of a resting order and of a hypothetical one; the currency-pair cancel.
+    let resting = c.call("private/sell", json!({"instrument_name": "BTC-PERPETUAL", "amount": 10, "price": far})).await;
+    let resting_id = resting["result"]["order"]["order_id"].clone();
+    let reply = c.call("private/get_order_margin_by_ids", json!({"ids": [resting_id]})).await;
+    assert!(reply["result"][0]["initial_margin"].as_f64().unwrap() > 0.0, "{reply}");
+    check.method("private/get_order_margin_by_ids", &reply);
+    let reply = c
+        .call("private/get_margins", json!({"instrument_name": "BTC-PERPETUAL", "amount": 10_000, "price": far}))
+        .await;
+    assert!(reply["result"]["buy"].as_f64().unwrap() > 0.0, "{reply}");
+    check.method("private/get_margins", &reply);
+    let reply = c.call("private/cancel_all_by_currency_pair", json!({"currency_pair": "BTC_USD"})).await;
+    assert_eq!(reply["result"], 1, "{reply}");
+    check.method("private/cancel_all_by_currency_pair", &reply);
+
     // A trigger order far from the market, for the trigger history (its `new` entry).
     let stop = json!({"instrument_name": "BTC-PERPETUAL", "amount": 10, "type": "stop_market",
         "trigger": "index_price", "trigger_price": far});

@@ -397,3 +397,21 @@ mod tests {
         assert!(summary.extended.is_some());
     }
 }
+
+/// `private/get_margins`: the initial margin a buy and a sell of the given size and price
+/// would reserve, and the price band orders must stay within.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Margins {
+    pub buy: Num,
+    pub sell: Num,
+    pub min_price: Num,
+    pub max_price: Num,
+}
+
+/// One entry of `private/get_order_margin_by_ids`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderMargin {
+    pub order_id: String,
+    pub initial_margin: Num,
+    pub initial_margin_currency: String,
+}

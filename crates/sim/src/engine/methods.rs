@@ -479,6 +479,7 @@ pub fn call(
         }
         other => super::quotes::call(market, now, account, other, raw, out)
             .or_else(|| super::trigger_history::call(market, account, other, raw))
+            .or_else(|| super::margins::call(market, now, account, other, raw, out))
             .or_else(|| super::market_data::call(market, other, raw))
             .unwrap_or_else(|| Err(RpcError::method_not_found())),
     }

@@ -9,10 +9,12 @@
 //! # Layout
 //! - `methods`: the RPC methods answered here: trading, account reads, books and tickers.
 //! - `market_data`: the other public market-data reads (trade history, indexes, volumes).
+//! - `margins`: margin reads and `cancel_all_by_currency_pair`.
 //! - `quotes`: mass quotes and market maker protection.
 //! - `trigger_history`: `get_trigger_order_history`.
 //! - `publish`: subscriptions, snapshots, aggregation (100ms/agg2), fan-out.
 
+mod margins;
 mod market_data;
 mod methods;
 mod publish;
@@ -34,6 +36,7 @@ use crate::fault::{Fault, FaultLog, Faults};
 use crate::market::{AccountId, Market};
 use crate::rpc::RpcError;
 
+pub use margins::METHODS as MARGIN_METHODS;
 pub use market_data::METHODS as MARKET_DATA_METHODS;
 pub use methods::ENGINE_METHODS;
 use publish::Subscriptions;
