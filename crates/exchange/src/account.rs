@@ -208,18 +208,24 @@ impl Position {
 
     /// Delta in coin: futures size in base coin, options their size (a rough delta of ±1/2).
     pub fn delta(&self, inst: &Instrument, index: Money) -> Money {
-        let amount = inst.qty_unit_money.mul_int(self.size);
-        match inst.spec.kind {
-            InstrumentKind::Option | InstrumentKind::OptionCombo => amount.mul(HALF),
-            _ if inst.is_inverse_future() => {
-                if index.is_positive() {
-                    amount.div(index)
-                } else {
-                    Money::ZERO
-                }
+        coin_delta(inst, self.size, index)
+    }
+}
+
+/// Delta in coin of a signed size in lots: futures their size in base coin (inverse: USD
+/// over the index), options their size times ½. Positions and MMP's `delta_limit` use it.
+pub(crate) fn coin_delta(inst: &Instrument, size_lots: i64, index: Money) -> Money {
+    let amount = inst.qty_unit_money.mul_int(size_lots);
+    match inst.spec.kind {
+        InstrumentKind::Option | InstrumentKind::OptionCombo => amount.mul(HALF),
+        _ if inst.is_inverse_future() => {
+            if index.is_positive() {
+                amount.div(index)
+            } else {
+                Money::ZERO
             }
-            _ => amount,
         }
+        _ => amount,
     }
 }
 

@@ -19,6 +19,7 @@ use crate::account::{Account, order_margin};
 use crate::catalogue::{Catalogue, CurrencyId, Instrument, SETTLEMENT_HOUR_MS};
 use crate::event::{Event, PublicTrade, Reply, UserTrade};
 use crate::history::History;
+use crate::mmp::Mmp;
 use crate::money::Money;
 use crate::order::{
     AccountId, CancelReason, EditParams, Label, Order, OrderFilter, OrderState, OrderType, PlaceParams, Size,
@@ -160,6 +161,8 @@ pub struct Exchange {
     pub(crate) gtd: Vec<(Utc, u64)>,
     /// The earliest expiry of an instrument not yet settled.
     pub(crate) next_expiry: Option<Utc>,
+    /// Market maker protection: configs, fill windows and freezes (see `mmp.rs`).
+    pub(crate) mmp: Mmp,
     pub(crate) scratch: Scratch,
 }
 
@@ -201,6 +204,7 @@ impl Exchange {
             user_trades: VecDeque::new(),
             gtd: Vec::new(),
             next_expiry: catalogue.iter().filter_map(|i| i.expiration_timestamp).min(),
+            mmp: Mmp::default(),
             scratch: Scratch::default(),
             catalogue,
             config,
@@ -274,7 +278,13 @@ impl Exchange {
                 self.close_position(now, account, instrument, order_type, price, out).map(Reply::Order)
             }
         };
-        // Trades moved last prices: fire last-price triggers (which may trade again).
+        self.finish(now, out);
+        result
+    }
+
+    /// The end of every request: fires the last-price triggers its trades crossed (which may
+    /// trade again), then emits the book, ticker and portfolio events.
+    pub(crate) fn finish(&mut self, now: Utc, out: &mut Vec<Event>) {
         let mut i = 0;
         while i < self.scratch.tickers.len() {
             let instrument = self.scratch.tickers[i];
@@ -284,7 +294,6 @@ impl Exchange {
             i += 1;
         }
         self.flush(now, out);
-        result
     }
 
     pub(crate) fn instrument(&self, id: InstrumentId) -> Result<&Instrument, Reject> {
@@ -385,6 +394,9 @@ impl Exchange {
         if p.mmp && p.order_type != OrderType::Limit {
             return Err(Reject::INVALID_ARGUMENTS.with_data("mmp is only for limit orders"));
         }
+        if p.mmp && self.mmp_frozen(now, account, inst.index, p.mmp_group) {
+            return Err(Reject::MMP_TRIGGER);
+        }
         let trigger = if p.order_type.is_trigger() {
             let kind = p.trigger.ok_or(Reject::invalid_params("trigger"))?;
             let offset = if p.order_type == OrderType::TrailingStop {
@@ -454,6 +466,8 @@ impl Exchange {
             reject_post_only: p.reject_post_only,
             reduce_only: p.reduce_only,
             mmp: p.mmp,
+            mmp_group: p.mmp_group,
+            quote: p.quote,
             replaced: false,
             label: p.label,
             created: now,

@@ -16,7 +16,7 @@
 //! ```
 //!
 //! Not modelled (yet): price bands (`10005`–`10007`), iceberg `display_amount`, linked
-//! orders (OTO/OCO), `advanced` usd/implv option orders, MMP, combo instruments, perpetual
+//! orders (OTO/OCO), `advanced` usd/implv option orders, MMP vega limits, combo instruments, perpetual
 //! funding and daily settlement. At expiry a dated instrument cancels its orders, settles
 //! positions at the mark price and answers `10012 book_closed` (`Exchange::advance`).
 //!
@@ -28,6 +28,7 @@
 //! - `engine`: `Exchange`, `Config`, `Request`, placement and validation.
 //! - `matching`: the match loop, fills, and the per-request event flush.
 //! - `manage`: cancel, cancel-all, edit, close-position, GTD expiry, triggers.
+//! - `mmp`: market maker protection, `mass_quote`, `cancel_quotes`.
 //! - `money`: `Money`, exact fixed-point (10^-12) balances, fees, PnL and margins.
 //! - `account`: positions, balances, fees, the margin model.
 //! - `query`: price inputs and read-only queries (orders, positions, summary, book, ticker…).
@@ -41,6 +42,7 @@ pub mod event;
 mod history;
 mod manage;
 mod matching;
+pub mod mmp;
 pub mod money;
 pub mod naive;
 pub mod order;
@@ -52,10 +54,11 @@ pub use account::{AccountSummary, Position};
 pub use catalogue::{Catalogue, CatalogueParams, CurrencyId, IndexId, Instrument};
 pub use engine::{Candle, Config, Exchange, Request, SelfTrade, session_end};
 pub use event::{BookAction, BookBatch, BookLevel, Event, PublicTrade, Reply, UserTrade};
+pub use mmp::{Frozen, MassQuote, MassQuoteReply, MmpConfig, MmpKey, Quote, QuoteFilter, QuoteSide};
 pub use money::Money;
 pub use order::{
-    AccountId, CancelReason, EditParams, Label, Liquidity, Order, OrderFilter, OrderRef, OrderState, OrderType,
-    PlaceParams, Size, TimeInForce, Trigger, TriggerKind, TypeFilter,
+    AccountId, CancelReason, EditParams, InlineText, Label, Liquidity, Order, OrderFilter, OrderRef, OrderState,
+    OrderType, PlaceParams, QuoteIds, Size, Tag, TimeInForce, Trigger, TriggerKind, TypeFilter,
 };
 pub use query::{PositionView, Ticker, TradeFilter, parse_order_id};
 pub use reject::Reject;

@@ -45,7 +45,11 @@ impl Exchange {
             return Ok(order);
         }
         let mut stopped_by_self_trade = false;
+        let index = self.catalogue.get(order.instrument).map(|i| i.index);
         while order.remaining().is_positive() {
+            if order.mmp && index.is_some_and(|i| self.mmp_frozen(now, order.account, i, order.mmp_group)) {
+                break; // An MMP taker whose own fills froze its group stops here.
+            }
             let book = &self.markets[idx].book;
             let Some(front) = book.front(opposite) else { break };
             if limit.is_some_and(|l| !side.crosses(l, front.price)) {
@@ -77,6 +81,9 @@ impl Exchange {
             self.archive(order);
         } else if stopped_by_self_trade {
             order.close(now, OrderState::Cancelled, Some(CancelReason::SelfTrade));
+            self.archive(order);
+        } else if order.mmp && index.is_some_and(|i| self.mmp_frozen(now, order.account, i, order.mmp_group)) {
+            order.close(now, OrderState::Cancelled, Some(CancelReason::MmpTrigger));
             self.archive(order);
         } else {
             let rests = match order.order_type {
@@ -330,6 +337,12 @@ impl Exchange {
         }
         out.push(Event::PublicTrade(public));
         self.note_ticker(order.instrument);
+        if maker.mmp {
+            self.mmp_fill(now, &maker, qty, out);
+        }
+        if order.mmp {
+            self.mmp_fill(now, order, qty, out);
+        }
     }
 
     /// Position, balance, fee and open-interest effects of one side of a fill.

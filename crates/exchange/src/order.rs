@@ -114,6 +114,7 @@ wire_enum!(
         Expired = "expired",
         ReduceOnly = "reduce_only",
         CancelOnDisconnect = "cancel_on_disconnect",
+        MmpTrigger = "mmp_trigger",
     }
 );
 
@@ -122,26 +123,33 @@ wire_enum!(
     Liquidity { Maker = "M", Taker = "T" }
 );
 
-/// A label of at most 64 bytes, kept inline so orders stay `Copy` and placing one does not
+/// Text of at most `N` bytes, kept inline so orders stay `Copy` and placing one does not
 /// allocate.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Label {
+pub struct InlineText<const N: usize> {
     len: u8,
-    bytes: [u8; 64],
+    bytes: [u8; N],
 }
 
-impl Label {
-    pub const MAX_LEN: usize = 64;
-    pub const EMPTY: Label = Label { len: 0, bytes: [0; 64] };
+/// An order label: at most 64 bytes (Deribit's limit).
+pub type Label = InlineText<64>;
 
-    /// Rejects labels over 64 bytes with Deribit's invalid-params error.
-    pub fn new(text: &str) -> Result<Label, Reject> {
-        if text.len() > Label::MAX_LEN {
-            return Err(Reject::invalid_params("label"));
+/// A mass-quote name (`mmp_group`, `quote_set_id`, `quote_id`): at most 32 bytes. Deribit
+/// states no limit; 32 keeps the order record small, and longer names get `-32602`.
+pub type Tag = InlineText<32>;
+
+impl<const N: usize> InlineText<N> {
+    pub const MAX_LEN: usize = N;
+    pub const EMPTY: InlineText<N> = InlineText { len: 0, bytes: [0; N] };
+
+    /// `None` when `text` is longer than `N` bytes.
+    pub fn try_new(text: &str) -> Option<InlineText<N>> {
+        if text.len() > N || N > usize::from(u8::MAX) {
+            return None;
         }
-        let mut bytes = [0u8; 64];
+        let mut bytes = [0u8; N];
         bytes[..text.len()].copy_from_slice(text.as_bytes());
-        Ok(Label { len: text.len() as u8, bytes })
+        Some(InlineText { len: text.len() as u8, bytes })
     }
 
     pub fn as_str(&self) -> &str {
@@ -154,16 +162,43 @@ impl Label {
     }
 }
 
-impl Default for Label {
-    fn default() -> Self {
-        Label::EMPTY
+impl Label {
+    /// Rejects labels over 64 bytes with Deribit's invalid-params error.
+    pub fn new(text: &str) -> Result<Label, Reject> {
+        Label::try_new(text).ok_or(Reject::invalid_params("label"))
     }
 }
 
-impl std::fmt::Debug for Label {
+impl<const N: usize> PartialOrd for InlineText<N> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<const N: usize> Ord for InlineText<N> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl<const N: usize> Default for InlineText<N> {
+    fn default() -> Self {
+        InlineText::EMPTY
+    }
+}
+
+impl<const N: usize> std::fmt::Debug for InlineText<N> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         std::fmt::Debug::fmt(self.as_str(), f)
     }
+}
+
+/// What marks an order as a mass quote (`private/mass_quote`): Deribit's `quote_set_id` and
+/// `quote_id`. The order's `mmp_group` is the quote's group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct QuoteIds {
+    pub quote_set_id: Tag,
+    pub quote_id: Tag,
 }
 
 /// The trigger of a stop/take/trailing order.
@@ -201,6 +236,11 @@ pub struct Order {
     pub reject_post_only: bool,
     pub reduce_only: bool,
     pub mmp: bool,
+    /// The MMP group the order counts against (empty: the account's default group, which
+    /// `private/buy`/`sell` with `mmp: true` use).
+    pub mmp_group: Tag,
+    /// Set on orders `private/mass_quote` placed.
+    pub quote: Option<QuoteIds>,
     pub replaced: bool,
     pub label: Label,
     pub created: Utc,
@@ -265,6 +305,10 @@ pub struct PlaceParams {
     pub trigger_price: Option<Decimal>,
     pub trigger_offset: Option<Decimal>,
     pub mmp: bool,
+    /// The MMP group of an `mmp` order (empty for `private/buy`/`sell`; mass quotes name one).
+    pub mmp_group: Tag,
+    /// Set only by `private/mass_quote`.
+    pub quote: Option<QuoteIds>,
     /// Deribit's `valid_until`: reject with `13888 timed_out` if the engine sees it later.
     pub valid_until: Option<Utc>,
 }
@@ -287,6 +331,8 @@ impl PlaceParams {
             trigger_price: None,
             trigger_offset: None,
             mmp: false,
+            mmp_group: Tag::EMPTY,
+            quote: None,
             valid_until: None,
         }
     }

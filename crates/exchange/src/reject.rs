@@ -44,7 +44,10 @@ rejects! {
     POST_ONLY_REJECT = 11054, "post_only_reject";
     POST_ONLY_NOT_ALLOWED = 11055, "post_only_not_allowed";
     NOT_FOUND = 13020, "not_found";
+    MMP_TRIGGER = 13030, "mmp_trigger";
     NON_UNIQUE_ORDER_LABEL = 13032, "non_unique_order_label";
+    MMP_REQUIRED = 13040, "mmp_required";
+    QUOTES_FROZEN = 13043, "quotes_frozen";
     TIMED_OUT = 13888, "timed_out";
     INVALID_PARAMS = -32602, "Invalid params";
 }

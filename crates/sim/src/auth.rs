@@ -194,8 +194,9 @@ impl Tokens {
         let cutoff = Utc::from_millis(now.as_millis() - 2 * SIGNATURE_WINDOW_MS);
         self.used_nonces.retain(|_, seen| *seen > cutoff);
         let key = format!("{client_id}\n{timestamp}\n{nonce}");
+        // Deribit answers a replayed (timestamp, nonce) pair as bad credentials, naming the nonce.
         if self.used_nonces.insert(key, now).is_some() {
-            return Err(RpcError::with_data(13009, "unauthorized", serde_json::json!({"reason": "nonce_reused"})));
+            return Err(RpcError::with_data(13004, "invalid_credentials", serde_json::json!({"invalid": "nonce"})));
         }
         Ok(())
     }
@@ -413,7 +414,9 @@ mod tests {
             ..AuthParams::default()
         };
         assert!(t.authenticate(now, &signed, Some(3)).is_ok());
-        assert_eq!(t.authenticate(now, &signed, Some(3)).unwrap_err().code, 13009, "nonce reuse");
+        let reused = t.authenticate(now, &signed, Some(3)).unwrap_err();
+        assert_eq!((reused.code, reused.message.as_str()), (13004, "invalid_credentials"), "nonce reuse");
+        assert_eq!(reused.data, Some(serde_json::json!({"invalid": "nonce"})));
         let mut bad = creds.clone();
         bad.client_secret = Some("wrong".into());
         assert_eq!(t.authenticate(now, &bad, None).unwrap_err().code, 13004);

@@ -5,7 +5,7 @@
 //! methods not served yet, [`not_served`] (the error for any method the dispatch does not
 //! know) and [`render_table`], the coverage table of `docs/PROTOCOLS.md`. The served methods
 //! are not listed here: they are the dispatch's own lists (`session::*_METHODS`,
-//! `engine::ENGINE_METHODS`, `engine::MARKET_DATA_METHODS`), so the table cannot claim a method the dispatch lacks.
+//! `engine::ENGINE_METHODS`, `engine::MARKET_DATA_METHODS`, `engine::QUOTE_METHODS`, `engine::TRIGGER_HISTORY_METHODS`, `engine::MARGIN_METHODS`), so the table cannot claim a method the dispatch lacks.
 //! Must not: route or answer a served method.
 //!
 //! A test (`tests/coverage.rs`) checks that every method of `testdata/deribit/examples/` is in
@@ -150,26 +150,16 @@ pub const NOT_YET_SERVED: &[&str] = &[
     "public/get_last_settlements_by_instrument",
     "public/get_mark_price_history",
     "public/get_volatility_index_data",
-    "private/cancel_all_by_currency_pair",
-    "private/cancel_quotes",
     "private/create_combo",
     "private/get_leg_prices",
-    "private/get_margins",
-    "private/get_mmp_config",
-    "private/get_mmp_status",
     "private/get_new_announcements",
-    "private/get_order_margin_by_ids",
     "private/get_settlement_history_by_currency",
     "private/get_settlement_history_by_instrument",
     "private/get_subaccounts",
     "private/get_subaccounts_details",
     "private/get_transaction_log",
-    "private/get_trigger_order_history",
     "private/get_user_locks",
-    "private/mass_quote",
-    "private/reset_mmp",
     "private/set_announcement_as_read",
-    "private/set_mmp_config",
     "private/set_self_trading_config",
 ];
 
@@ -180,6 +170,9 @@ pub fn served() -> impl Iterator<Item = &'static str> {
         .chain(crate::session::SUBSCRIBE_METHODS)
         .chain(crate::engine::ENGINE_METHODS)
         .chain(crate::engine::MARKET_DATA_METHODS)
+        .chain(crate::engine::QUOTE_METHODS)
+        .chain(crate::engine::TRIGGER_HISTORY_METHODS)
+        .chain(crate::engine::MARGIN_METHODS)
         .copied()
 }
 

@@ -29,7 +29,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::auth::{Grant, Tokens};
 use crate::clock::SimClock;
-use crate::engine::{Command, ENGINE_METHODS, MARKET_DATA_METHODS};
+use crate::engine::{
+    Command, ENGINE_METHODS, MARGIN_METHODS, MARKET_DATA_METHODS, QUOTE_METHODS, TRIGGER_HISTORY_METHODS,
+};
 use crate::fault::{FaultLog, Faults};
 use crate::rpc::{self, RpcError, Timing};
 use ticktrade_core::Mono;
@@ -199,7 +201,9 @@ pub async fn handle_call(
 }
 
 fn scope_allows(grant: &Grant, method: &str) -> bool {
-    let writes = matches!(class_of(method), Class::Matching);
+    // MMP settings and the currency-pair cancel change orders: Deribit asks `trade:read_write`.
+    let writes = matches!(class_of(method), Class::Matching)
+        || matches!(method, "private/set_mmp_config" | "private/reset_mmp" | "private/cancel_all_by_currency_pair");
     if writes {
         return grant.scope.trade_write;
     }
@@ -277,7 +281,8 @@ async fn dispatch(
     if subscribe::METHODS.contains(&method) {
         return subscribe::call(shared, session, account, id, method, params, us_in).await;
     }
-    if ENGINE_METHODS.contains(&method) || MARKET_DATA_METHODS.contains(&method) {
+    let engine_methods = [ENGINE_METHODS, MARKET_DATA_METHODS, QUOTE_METHODS, TRIGGER_HISTORY_METHODS, MARGIN_METHODS];
+    if engine_methods.iter().any(|list| list.contains(&method)) {
         return engine_call(shared, account, method, params).await.map(Some);
     }
     Err(crate::coverage::not_served(method))

@@ -70,7 +70,9 @@ async fn http_json_rpc_forms_and_auth() {
     assert_eq!(status, 200, "{v}");
     assert!(v["result"].is_array());
     let (_, v) = http(addr, "GET", uri, Some(&header), "").await;
-    assert_eq!(v["error"]["code"], 13009, "nonce reuse refused: {v}");
+    assert_eq!(v["error"]["code"], 13004, "nonce reuse refused: {v}");
+    assert_eq!(v["error"]["message"], "invalid_credentials", "{v}");
+    assert_eq!(v["error"]["data"], json!({"invalid": "nonce"}), "{v}");
 
     // POST a JSON-RPC body to the method path, Basic auth.
     let basic = format!("Basic {}", base64_of("ticktrade-sim:ticktrade-sim-secret"));

@@ -40,14 +40,10 @@ const EXCEPTIONS: &[(&str, &str)] = &[
     ("fees", "the per-kind fee schedule object is not served (fees are charged per instrument)"),
     ("block_rfq_self_match_prevention", "block RFQ not simulated"),
     ("referrer_id", "affiliate program not simulated"),
-    ("quote_id", "mass quotes not simulated"),
-    ("quote_set_id", "mass quotes not simulated"),
-    ("mmp", "MMP not simulated"),
     ("risk_reducing", "portfolio margin not simulated"),
     ("is_secondary_oto", "linked orders not simulated"),
     ("primary_order_id", "linked orders not simulated"),
     ("oto_order_ids", "linked orders not simulated"),
-    ("trigger_order_id", "only on orders a trigger placed; this walk places none"),
     ("original_order_type", "market_limit not simulated"),
     ("is_primary_otoco", "linked orders not simulated"),
     ("app_name", "OAuth apps not simulated"),
@@ -274,6 +270,71 @@ async fn replies_match_the_vectors_key_for_key() {
     }
     let closed = c.call("private/close_position", json!({"instrument_name": "BTC-PERPETUAL", "type": "market"})).await;
     check.method("private/close_position", &closed);
+
+    // Market maker tools: configure a group, quote (one side refused so `errors` has an
+    // item), cancel, then freeze the group with a crossing quote and read and reset it.
+    let config = json!({"index_name": "btc_usd", "mmp_group": "vec", "interval": 60, "frozen_time": 0,
+        "quantity_limit": 1_000_000, "delta_limit": 100, "vega_limit": 1, "max_quote_quantity": 2.5});
+    let reply = c.call("private/set_mmp_config", config).await;
+    check.method("private/set_mmp_config", &reply);
+    let reply = c.call("private/get_mmp_config", json!({"index_name": "btc_usd", "mmp_group": "vec"})).await;
+    assert_eq!(reply["result"].as_array().map(Vec::len), Some(1), "{reply}");
+    check.method("private/get_mmp_config", &reply);
+    let low = ((best_ask - 2_000.0) / 0.5).round() * 0.5;
+    let quotes = json!({"quote_id": "1", "mmp_group": "vec", "detailed": true, "quotes": [
+        {"instrument_name": "BTC-PERPETUAL", "quote_set_id": "futures",
+         "bid": {"price": low, "amount": 10}, "ask": {"price": far, "amount": 10}},
+        {"instrument_name": "BTC-PERPETUAL", "quote_set_id": "futures", "bid": {"price": low + 0.1, "amount": 10}},
+    ]});
+    let reply = c.call("private/mass_quote", quotes).await;
+    assert_eq!(reply["result"]["orders"].as_array().map(Vec::len), Some(2), "{reply}");
+    assert_eq!(reply["result"]["errors"][0]["error"]["code"], 10043, "{reply}");
+    check.method("private/mass_quote", &reply);
+    let reply =
+        c.call("private/cancel_quotes", json!({"cancel_type": "quote_set_id", "quote_set_id": "futures"})).await;
+    assert_eq!(reply["result"], 2, "{reply}");
+    check.method("private/cancel_quotes", &reply);
+    let tight =
+        json!({"index_name": "btc_usd", "mmp_group": "vec", "interval": 60, "frozen_time": 0, "quantity_limit": 1});
+    c.call("private/set_mmp_config", tight).await;
+    let crossing = json!({"quote_id": "2", "mmp_group": "vec", "quotes": [
+        {"instrument_name": "BTC-PERPETUAL", "quote_set_id": "futures", "bid": {"price": far, "amount": 10}}]});
+    let reply = c.call("private/mass_quote", crossing.clone()).await;
+    assert!(!reply["result"]["trades"].as_array().unwrap().is_empty(), "{reply}");
+    let status = c.call("private/get_mmp_status", json!({"index_name": "btc_usd", "mmp_group": "vec"})).await;
+    assert_eq!(status["result"][0]["frozen_until"], 0, "{status}");
+    check.method("private/get_mmp_status", &status);
+    let refused = c.call("private/mass_quote", crossing).await;
+    assert_eq!(refused["result"]["errors"][0]["error"]["code"], 13030, "{refused}");
+    let reply = c.call("private/reset_mmp", json!({"index_name": "btc_usd", "mmp_group": "vec"})).await;
+    check.method("private/reset_mmp", &reply);
+    let status = c.call("private/get_mmp_status", json!({"index_name": "btc_usd"})).await;
+    assert_eq!(status["result"], json!([]), "{status}");
+    c.call("private/close_position", json!({"instrument_name": "BTC-PERPETUAL", "type": "market"})).await;
+
+    // Margins of a resting order and of a hypothetical one; the currency-pair cancel.
+    let resting = c.call("private/sell", json!({"instrument_name": "BTC-PERPETUAL", "amount": 10, "price": far})).await;
+    let resting_id = resting["result"]["order"]["order_id"].clone();
+    let reply = c.call("private/get_order_margin_by_ids", json!({"ids": [resting_id]})).await;
+    assert!(reply["result"][0]["initial_margin"].as_f64().unwrap() > 0.0, "{reply}");
+    check.method("private/get_order_margin_by_ids", &reply);
+    let reply = c
+        .call("private/get_margins", json!({"instrument_name": "BTC-PERPETUAL", "amount": 10_000, "price": far}))
+        .await;
+    assert!(reply["result"]["buy"].as_f64().unwrap() > 0.0, "{reply}");
+    check.method("private/get_margins", &reply);
+    let reply = c.call("private/cancel_all_by_currency_pair", json!({"currency_pair": "BTC_USD"})).await;
+    assert_eq!(reply["result"], 1, "{reply}");
+    check.method("private/cancel_all_by_currency_pair", &reply);
+
+    // A trigger order far from the market, for the trigger history (its `new` entry).
+    let stop = json!({"instrument_name": "BTC-PERPETUAL", "amount": 10, "type": "stop_market",
+        "trigger": "index_price", "trigger_price": far});
+    let stop_id = c.call("private/buy", stop).await["result"]["order"]["order_id"].clone();
+    let reply = c.call("private/get_trigger_order_history", json!({"currency": "BTC", "count": 10})).await;
+    assert_eq!(reply["result"]["entries"][0]["trigger_order_id"], stop_id, "{reply}");
+    check.method("private/get_trigger_order_history", &reply);
+    c.call("private/cancel", json!({"order_id": stop_id})).await;
 
     // Market data over the trades above (each list is non-empty, so its items are compared).
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;

@@ -106,6 +106,12 @@ fn key_row(key: &ApiKey) -> String {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Logs go to stderr, filtered by `RUST_LOG` (default: warnings). A secret never reaches
+    // them: the simulator logs no request params, and `Secret` hides itself in `Debug`.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .try_init();
     let config = config(&args)?;
     runtime()?.block_on(async move {
         let sim = ticktrade_sim::spawn(config).await.context("starting the simulator")?;

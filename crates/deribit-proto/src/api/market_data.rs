@@ -126,3 +126,32 @@ mod tests {
         assert_eq!(p.and_then(|p| p.index_type).as_deref(), Some("spot"));
     }
 }
+
+/// One entry of `private/get_trigger_order_history`: an event in a trigger order's life.
+/// `trigger` is short (`index`, `mark`, `last`); `order_state` is `new` (placed),
+/// `triggered` or `cancelled`; `request` is `trigger:order` (placed or fired) or `cancel`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriggerOrderEntry {
+    pub trigger: String,
+    pub timestamp: i64,
+    pub trigger_price: Num,
+    pub trigger_order_id: String,
+    pub order_state: String,
+    pub request: String,
+    pub price: Num,
+    /// The order the trigger placed once fired; until then the trigger order's own id.
+    pub order_id: String,
+    /// Trailing stops: the distance from the peak; `0` for the others.
+    pub offset: Num,
+    pub instrument_name: String,
+    pub amount: Num,
+    pub direction: String,
+}
+
+/// The result of `private/get_trigger_order_history`: newest first; `continuation` is the
+/// token to pass for the next page (`null` on the last page).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriggerOrderHistory {
+    pub entries: Vec<TriggerOrderEntry>,
+    pub continuation: Option<String>,
+}

@@ -13,15 +13,18 @@
 //! - `objects`: result and notification objects (`Order`, `UserTrade`, `Position`, `Ticker`…).
 //! - `market`: public market-data results (`Instrument`, `OrderBook`, `BookSummary`…).
 //! - `market_data`: trade history by time, index names, expirations, volumes, funding.
+//! - `quotes`: mass quotes and market maker protection.
 
 mod market;
 mod market_data;
 mod num;
 mod objects;
 mod params;
+mod quotes;
 
 pub use market::*;
 pub use market_data::*;
 pub use num::Num;
 pub use objects::*;
 pub use params::*;
+pub use quotes::*;

@@ -87,6 +87,23 @@ pub struct Order {
     /// Trailing stops only: the trigger's price when the order was placed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger_reference_price: Option<Num>,
+    /// Orders a trigger order placed: that trigger order's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_order_id: Option<String>,
+    /// The order's MMP flag (always sent by Deribit's current API).
+    pub mmp: bool,
+    /// `true` when market maker protection cancelled the order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mmp_cancelled: Option<bool>,
+    /// Mass quotes only: `quote: true`, their `mmp_group`, `quote_set_id` and `quote_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mmp_group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote_set_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote_id: Option<String>,
 }
 
 /// The user trade object: `result.trades[]`, `get_user_trades_*`, `user.trades.*`.
@@ -122,6 +139,11 @@ pub struct UserTrade {
     pub self_trade: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api: Option<bool>,
+    /// Fills of mass quotes only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote_set_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote_id: Option<String>,
 }
 
 /// `private/buy`, `sell`, `edit`, `close_position` result.
@@ -374,4 +396,22 @@ mod tests {
         assert_eq!(summary.currency, "BTC");
         assert!(summary.extended.is_some());
     }
+}
+
+/// `private/get_margins`: the initial margin a buy and a sell of the given size and price
+/// would reserve, and the price band orders must stay within.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Margins {
+    pub buy: Num,
+    pub sell: Num,
+    pub min_price: Num,
+    pub max_price: Num,
+}
+
+/// One entry of `private/get_order_margin_by_ids`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderMargin {
+    pub order_id: String,
+    pub initial_margin: Num,
+    pub initial_margin_currency: String,
 }

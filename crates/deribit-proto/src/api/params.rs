@@ -140,6 +140,9 @@ pub struct OrderParams {
     pub trigger_offset: Option<Num>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valid_until: Option<i64>,
+    /// Market maker protection: the order counts against the account's default MMP group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mmp: Option<bool>,
 }
 
 /// `private/edit` (by `order_id`) and `private/edit_by_label` (by `label` + `instrument_name`).

@@ -36,6 +36,13 @@ pub(super) const ORDER_SIM: &[Key<OrderField>] = &[
     key(b"\"triggered\":", OrderField::Skip),
     key(b"\"trigger_offset\":", OrderField::Skip),
     key(b"\"trigger_reference_price\":", OrderField::Skip),
+    key(b"\"trigger_order_id\":", OrderField::Skip),
+    key(b"\"mmp\":", OrderField::Skip),
+    key(b"\"mmp_cancelled\":", OrderField::Skip),
+    key(b"\"quote\":", OrderField::Skip),
+    key(b"\"mmp_group\":", OrderField::Skip),
+    key(b"\"quote_set_id\":", OrderField::Skip),
+    key(b"\"quote_id\":", OrderField::Skip),
 ];
 pub(super) const ORDER_DERIBIT: &[Key<OrderField>] = &[
     key(b"\"web\":", OrderField::Skip),
@@ -43,6 +50,7 @@ pub(super) const ORDER_DERIBIT: &[Key<OrderField>] = &[
     key(b"\"triggered\":", OrderField::Skip),
     key(b"\"trigger_reference_price\":", OrderField::Skip),
     key(b"\"trigger_price\":", OrderField::Skip),
+    key(b"\"trigger_order_id\":", OrderField::Skip),
     key(b"\"trigger_offset\":", OrderField::Skip),
     key(b"\"trigger\":", OrderField::Skip),
     key(b"\"time_in_force\":", OrderField::TimeInForce),
@@ -62,6 +70,7 @@ pub(super) const ORDER_DERIBIT: &[Key<OrderField>] = &[
     key(b"\"order_id\":", OrderField::OrderId),
     key(b"\"oco_ref\":", OrderField::Skip),
     key(b"\"mobile\":", OrderField::Skip),
+    key(b"\"mmp_group\":", OrderField::Skip),
     key(b"\"mmp_cancelled\":", OrderField::Skip),
     key(b"\"mmp\":", OrderField::Skip),
     key(b"\"max_show\":", OrderField::Skip),
@@ -112,6 +121,8 @@ pub(super) const TRADE_SIM: &[Key<TradeField>] = &[
     key(b"\"profit_loss\":", TradeField::Skip),
     key(b"\"self_trade\":", TradeField::Skip),
     key(b"\"api\":", TradeField::Skip),
+    key(b"\"quote_set_id\":", TradeField::Skip),
+    key(b"\"quote_id\":", TradeField::Skip),
 ];
 pub(super) const TRADE_DERIBIT: &[Key<TradeField>] = &[
     key(b"\"underlying_price\":", TradeField::Skip),

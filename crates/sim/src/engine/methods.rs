@@ -158,7 +158,9 @@ fn place_params(market: &Market, side: Side, p: &api::OrderParams) -> Result<Pla
         trigger,
         trigger_price: p.trigger_price.map(|n| n.0),
         trigger_offset: p.trigger_offset.map(|n| n.0),
-        mmp: false,
+        mmp: p.mmp.unwrap_or(false),
+        mmp_group: ticktrade_exchange::Tag::EMPTY,
+        quote: None,
         valid_until: p.valid_until.map(Utc::from_millis),
     })
 }
@@ -475,7 +477,11 @@ pub fn call(
                 market.ex.user_trades(ExAccount(acc()?), filter).map(|t| market.render_user_trade(t)).collect();
             json(&trades)
         }
-        other => super::market_data::call(market, other, raw).unwrap_or_else(|| Err(RpcError::method_not_found())),
+        other => super::quotes::call(market, now, account, other, raw, out)
+            .or_else(|| super::trigger_history::call(market, account, other, raw))
+            .or_else(|| super::margins::call(market, now, account, other, raw, out))
+            .or_else(|| super::market_data::call(market, other, raw))
+            .unwrap_or_else(|| Err(RpcError::method_not_found())),
     }
 }
 

@@ -9,11 +9,17 @@
 //! # Layout
 //! - `methods`: the RPC methods answered here: trading, account reads, books and tickers.
 //! - `market_data`: the other public market-data reads (trade history, indexes, volumes).
+//! - `margins`: margin reads and `cancel_all_by_currency_pair`.
+//! - `quotes`: mass quotes and market maker protection.
+//! - `trigger_history`: `get_trigger_order_history`.
 //! - `publish`: subscriptions, snapshots, aggregation (100ms/agg2), fan-out.
 
+mod margins;
 mod market_data;
 mod methods;
 mod publish;
+mod quotes;
+mod trigger_history;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,10 +36,13 @@ use crate::fault::{Fault, FaultLog, Faults};
 use crate::market::{AccountId, Market};
 use crate::rpc::RpcError;
 
+pub use margins::METHODS as MARGIN_METHODS;
 pub use market_data::METHODS as MARKET_DATA_METHODS;
 pub use methods::ENGINE_METHODS;
 use publish::Subscriptions;
+pub use quotes::METHODS as QUOTE_METHODS;
 use ticktrade_deribit_proto::channel::Interval;
+pub use trigger_history::METHODS as TRIGGER_HISTORY_METHODS;
 
 /// A frame for a session's writer.
 #[derive(Clone, Debug)]

@@ -9,7 +9,8 @@ use ticktrade_core::{Decimal, InstrumentId, InstrumentKind, InstrumentSpec, Pric
 use ticktrade_deribit_proto::api::{self, Num};
 use ticktrade_deribit_proto::ratelimit::RateLimits;
 use ticktrade_exchange::{
-    AccountId as ExAccount, Catalogue, Instrument, Money, Order, OrderState, OrderType, PublicTrade, UserTrade,
+    AccountId as ExAccount, CancelReason, Catalogue, Instrument, Money, Order, OrderState, OrderType, PublicTrade,
+    UserTrade,
 };
 
 use super::{AccountId, Market};
@@ -122,7 +123,8 @@ impl Market {
             replaced: order.replaced,
             label: order.label.as_str().to_owned(),
             max_show: qty_num(spec, order.amount),
-            api: true,
+            // Deribit marks quotes `api: false` (they come through the mass-quote interface).
+            api: order.quote.is_none(),
             web: false,
             is_liquidation: false,
             is_rebalance: false,
@@ -138,6 +140,13 @@ impl Market {
             trigger_reference_price: trigger
                 .filter(|t| t.offset.is_some())
                 .map(|t| money(Money::from_f64_model(t.reference))),
+            trigger_order_id: order.trigger_order_id.and_then(|id| self.ex.order(id)).map(|t| self.order_id_text(t)),
+            mmp: order.mmp,
+            mmp_cancelled: (order.cancel_reason == Some(CancelReason::MmpTrigger)).then_some(true),
+            quote: order.quote.map(|_| true),
+            mmp_group: order.quote.map(|_| order.mmp_group.as_str().to_owned()),
+            quote_set_id: order.quote.map(|q| q.quote_set_id.as_str().to_owned()),
+            quote_id: order.quote.map(|q| q.quote_id.as_str().to_owned()),
         }
     }
 
@@ -166,6 +175,7 @@ impl Market {
 
     pub fn render_user_trade(&self, trade: &UserTrade) -> api::UserTrade {
         let spec = self.spec(trade.instrument);
+        let quote = self.ex.quote_of_trade(trade);
         let order_id = self.ex.order(trade.order_id).map_or_else(
             || {
                 format!(
@@ -201,6 +211,8 @@ impl Market {
             profit_loss: Some(money(trade.profit_loss)),
             self_trade: Some(false),
             api: Some(true),
+            quote_set_id: quote.map(|q| q.quote_set_id.as_str().to_owned()),
+            quote_id: quote.map(|q| q.quote_id.as_str().to_owned()),
         }
     }
 

@@ -13,29 +13,43 @@ use std::time::Duration;
 pub struct SimProcess {
     pub child: Child,
     pub lines: Receiver<String>,
+    /// Its stderr lines (the logs).
+    pub log_lines: Receiver<String>,
     pub banner: Vec<String>,
+}
+
+/// Forwards each line of `stream` to the returned channel, from a thread.
+fn line_channel(stream: impl std::io::Read + Send + 'static) -> Receiver<String> {
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
 }
 
 impl SimProcess {
     /// Starts `ticktrade sim ARGS` and reads its banner.
     pub fn start(args: &[&str]) -> SimProcess {
+        SimProcess::start_with_env(args, &[])
+    }
+
+    /// Starts `ticktrade sim ARGS` with extra environment variables (`RUST_LOG`…).
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> SimProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ticktrade"))
             .arg("sim")
             .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("ticktrade sim starts");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = line_channel(child.stdout.take().expect("piped stdout"));
+        let log_lines = line_channel(child.stderr.take().expect("piped stderr"));
         let mut banner = Vec::new();
         loop {
             let line = lines.recv_timeout(Duration::from_secs(60)).expect("a banner line");
@@ -45,7 +59,7 @@ impl SimProcess {
                 break;
             }
         }
-        SimProcess { child, lines, banner }
+        SimProcess { child, lines, log_lines, banner }
     }
 
     /// The first banner word that starts with `prefix` (`http://`, `ws://`, `wss://`).
@@ -54,14 +68,23 @@ impl SimProcess {
     }
 
     /// Kills the process; every stdout line it printed, banner first.
-    pub fn stop(mut self) -> Vec<String> {
+    pub fn stop(self) -> Vec<String> {
+        self.stop_with_logs().0
+    }
+
+    /// Kills the process; every stdout line (banner first) and every stderr line it printed.
+    pub fn stop_with_logs(mut self) -> (Vec<String>, Vec<String>) {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let mut printed = std::mem::take(&mut self.banner);
         while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(100)) {
             printed.push(line);
         }
-        printed
+        let mut logs = Vec::new();
+        while let Ok(line) = self.log_lines.recv_timeout(Duration::from_millis(100)) {
+            logs.push(line);
+        }
+        (printed, logs)
     }
 }
 
