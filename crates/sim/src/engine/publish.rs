@@ -24,7 +24,7 @@ mod interval;
 mod users;
 
 use channel::{Sub, selector_matches};
-use interval::{book_frame, book_of, snapshot_levels};
+use interval::{book_frame, book_of};
 use users::{Top, UserBatch, incremental, user_batch};
 
 use std::collections::HashMap;
@@ -195,21 +195,7 @@ impl Subscriptions {
                             self.aggs.entry(name.clone()).or_insert_with(|| IntervalBook::new(&book_of(market, instr)));
                         agg.flushed().clone()
                     };
-                    let levels = snapshot_levels(&book);
-                    let ts = market.last_change_ms(instr);
-                    let mut frame = std::mem::take(&mut self.frame);
-                    let text = book_frame(
-                        &mut frame,
-                        market,
-                        &name,
-                        instr,
-                        BookKind::Snapshot,
-                        book.last_change_id().unwrap_or(0) as i64,
-                        None,
-                        ts,
-                        &levels,
-                    );
-                    self.frame = frame;
+                    let text = self.snapshot_text(market, &name, instr, &book, market.last_change_ms(instr));
                     self.send_text(session, text);
                 }
                 Sub::GroupedBook { instr, group, depth, .. } => {

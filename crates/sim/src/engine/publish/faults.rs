@@ -4,7 +4,7 @@
 //! Owns: the reorder buffer (one held frame per channel).
 //! Must not: decide when a fault happens (`crate::fault::Faults` does).
 
-use super::interval::{book_frame, book_of, snapshot_levels};
+use super::interval::book_of;
 use super::*;
 
 impl Subscriptions {
@@ -49,20 +49,7 @@ impl Subscriptions {
                     self.aggs.insert(name.clone(), IntervalBook::new(&book));
                 }
                 self.held.remove(&name);
-                let levels = snapshot_levels(&book);
-                let mut frame = std::mem::take(&mut self.frame);
-                let text = book_frame(
-                    &mut frame,
-                    market,
-                    &name,
-                    instr,
-                    BookKind::Snapshot,
-                    book.last_change_id().unwrap_or(0) as i64,
-                    None,
-                    now.as_millis(),
-                    &levels,
-                );
-                self.frame = frame;
+                let text = self.snapshot_text(market, &name, instr, &book, now.as_millis());
                 self.send_all(&name, &text);
             }
         }

@@ -74,6 +74,24 @@ fn grouped(levels: Vec<(Price, Qty)>, side: Side, width: i64, depth: usize) -> V
 }
 
 impl Subscriptions {
+    /// A `book.*` snapshot of `book` on channel `name`, laid out in the reused frame buffer.
+    pub(super) fn snapshot_text(
+        &mut self,
+        market: &Market,
+        name: &str,
+        instr: InstrumentId,
+        book: &L2Book,
+        timestamp_ms: i64,
+    ) -> Arc<str> {
+        let levels = snapshot_levels(book);
+        let change_id = book.last_change_id().unwrap_or(0) as i64;
+        let mut frame = std::mem::take(&mut self.frame);
+        let text =
+            book_frame(&mut frame, market, name, instr, BookKind::Snapshot, change_id, None, timestamp_ms, &levels);
+        self.frame = frame;
+        text
+    }
+
     pub(super) fn flush_book_agg(
         &mut self,
         market: &Market,
