@@ -6,7 +6,7 @@
 //! upstream subscriptions by demand (subscribed on first interest, dropped `linger` after the
 //! last client left), what each slow-client outcome means for a client (re-snapshot after a
 //! drop, close on disconnect; the queue and its policy are `ticktrade_net::outbound`), counters.
-//! Must not: await on a client (every send is `try_send`), or send a change to a client that
+//! Must not: await on a client (every send is a non-blocking offer), or send a change to a client that
 //! does not hold the book it applies to.
 //!
 //! Time: schedules (heartbeat deadlines, the linger, batch flushes) read [`timer_now`], tokio's

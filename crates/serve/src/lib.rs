@@ -6,7 +6,7 @@
 //! books, each client's `change_id` chain, per-client bounded queues and the slow-client
 //! policy), the upstream connection, counters.
 //! Must not: let a slow client slow the upstream path or another client (every downstream
-//! send is a `try_send` into that client's bounded queue), forward a book gap to a client
+//! send is a non-blocking offer to that client's bounded queue), forward a book gap to a client
 //! (an upstream resync is sent on as the diff of the old and new book on the client's own
 //! chain), or pass a price through `f64`.
 //!

@@ -30,9 +30,9 @@ pub const BATCH: usize = 8;
 
 /// One item of a client's bounded queue: one text frame, or up to [`BATCH`] `l2Book` frames of
 /// one coin in key order, which the connection's writer sends as as many WebSocket text frames,
-/// in order. One item per coin and client instead of one per frame: each `try_send` costs
-/// about 110 ns (the channel's semaphore, tail and waker lines, shared by both lanes), and the
-/// writer is woken once per coin. Inline (`Bytes::new` is const): no allocation.
+/// in order. One item per coin and client instead of one per frame: each offer takes the
+/// client's queue lock and may wake its writer (lines shared by both lanes), so the writer is
+/// woken once per coin. Inline (`Bytes::new` is const): no allocation.
 pub struct Frames {
     n: u8,
     frames: [Bytes; BATCH],
