@@ -24,6 +24,7 @@
 //! - `frame`: the hot path's one-pass classifier of a received frame (`scan_frame`).
 //! - `report`: order and trade reports (`user.orders`/`user.trades`/`user.changes`, order
 //!   results), fixed-layout fast path and general path.
+//! - `interval`: interval book channels (`100ms`, `agg2`): the held book, the net change.
 //! - `ratelimit`: Deribit's request-credit rules (classes, defaults, buckets) for both sides.
 //! - `scan` (private): the small JSON scanner the hand decoders share.
 
@@ -36,6 +37,7 @@ pub mod envelope;
 pub mod error;
 pub mod frame;
 pub mod instrument;
+pub mod interval;
 pub mod order;
 pub mod order_fixed;
 pub mod ratelimit;

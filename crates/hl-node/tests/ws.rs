@@ -231,7 +231,7 @@ fn a_client_that_does_not_read_is_disconnected_with_a_reason() {
     let mut generator = generator(20, 600);
     let mut writer = GenWriter::new(tmp.path());
     let mut engine = engine(tmp.path(), &generator);
-    let (tx, _unread) = tokio::sync::mpsc::channel(4);
+    let tx = ticktrade_hl_node::server::publish::client_queue(4);
     let (kill, mut killed) = tokio::sync::oneshot::channel();
     engine.handle(EngineMsg::Connect { id: 1, tx, kill });
     for coin in ["BTC", "ETH"] {
@@ -261,7 +261,8 @@ fn a_slow_clients_queue_counts_a_coins_l2_frames_as_one_item() {
     let mut generator = generator(20, 600);
     let mut writer = GenWriter::new(tmp.path());
     let mut engine = engine(tmp.path(), &generator);
-    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let rx = ticktrade_hl_node::server::publish::client_queue(16);
+    let tx = std::sync::Arc::clone(&rx);
     let (kill, mut killed) = tokio::sync::oneshot::channel();
     engine.handle(EngineMsg::Connect { id: 1, tx, kill });
     for (sig, m) in VARIANTS {
@@ -285,7 +286,7 @@ fn a_slow_clients_queue_counts_a_coins_l2_frames_as_one_item() {
     // What it had: 14 one-frame items, then two blocks of BTC's changed variants (more than
     // one frame in at least one of them).
     let mut items = Vec::new();
-    while let Ok(item) = rx.try_recv() {
+    for item in rx.take_queued() {
         items.push(item.len());
     }
     assert_eq!(items.len(), 16, "{items:?}");
@@ -301,7 +302,8 @@ fn subscribers_of_a_coin_that_goes_stale_are_told() {
     let mut generator = generator(20, 300);
     let mut writer = GenWriter::new(tmp.path());
     let mut engine = engine(tmp.path(), &generator);
-    let (tx, mut rx) = tokio::sync::mpsc::channel(1 << 16);
+    let rx = ticktrade_hl_node::server::publish::client_queue(1 << 16);
+    let tx = std::sync::Arc::clone(&rx);
     let (kill, _killed) = tokio::sync::oneshot::channel();
     engine.handle(EngineMsg::Connect { id: 1, tx, kill });
     let text = json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC"}}).to_string();
@@ -313,7 +315,7 @@ fn subscribers_of_a_coin_that_goes_stale_are_told() {
     writer.write_block(&block, order(0)).unwrap();
     engine.poll_files();
     let mut frames = Vec::new();
-    while let Ok(item) = rx.try_recv() {
+    for item in rx.take_queued() {
         for t in item.frames() {
             frames.push(serde_json::from_slice::<Value>(t).unwrap_or(Value::Null));
         }

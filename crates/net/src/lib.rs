@@ -4,7 +4,8 @@
 //!
 //! Owns: WebSocket frames and the opening handshake, TCP connect with `TCP_NODELAY`, the TLS
 //! client configuration (webpki roots, no "accept any certificate" switch), WebSocket frame
-//! limits, and the backoff schedule.
+//! limits, the backoff schedule, and the outbound queue and policies every server publishes
+//! through.
 //! Must not: know any venue's protocol, log payloads, or hold credentials.
 //!
 //! # Layout
@@ -14,12 +15,15 @@
 //! - `hot`: the hot loop's blocking connection: [`hot::HotStream`] (plain loopback TCP or
 //!   rustls), [`hot::TlsRoots`], [`hot::connect`] with a deadline and an error per step.
 //! - `ws`: [`connect_ws`], [`WsStream`], [`ConnectOptions`] (async, tokio-tungstenite).
+//! - `outbound`: every server's per-client bounded queue, its slow-client policies (conflate,
+//!   disconnect), the direct write and the fan-out loop ([`outbound::Outbound`]).
 //! - `backoff`: [`Backoff`], exponential backoff with full jitter.
 
 mod backoff;
 pub mod frame;
 pub mod handshake;
 pub mod hot;
+pub mod outbound;
 mod ws;
 
 pub use backoff::Backoff;

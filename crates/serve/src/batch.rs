@@ -1,23 +1,22 @@
-//! Interval channels (`book.{i}.100ms`, `book.{i}.agg2`, grouped books): one frame per
-//! interval carrying the net change since the channel's last frame, on the published book's
-//! `change_id` chain (`prev_change_id` = the id of the channel's previous frame), and only
-//! when something changed. `raw` channels get every change as it is applied. An interval
-//! frame's fan-out delay counts from the newest upstream frame it carries.
+//! Interval channels (`book.{i}.100ms`, `book.{i}.agg2`, grouped books) on the hub's clock:
+//! the rule (net change since the channel's last frame, on the published book's chain) is
+//! `ticktrade_deribit_proto::interval`, shared with the simulator. `raw` channels get every
+//! change as it is applied. An interval frame's fan-out delay counts from the newest upstream
+//! frame it carries.
 //!
-//! Owns: per (instrument, interval) the book as of the last flush, when the next flush is due
-//! and whether anything changed since.
+//! Owns: per (instrument, interval) the channel's [`IntervalBook`], when its next frame is
+//! due and whether anything changed since its last one.
 //! Must not: send an interval change to a client that does not hold that channel's book (a
 //! client joining between flushes gets the snapshot of the last flushed book, so the next
 //! interval frame continues its chain).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use ticktrade_book::l2::L2Book;
 use ticktrade_deribit_proto::book::encode_book_units;
 use ticktrade_deribit_proto::channel::{Channel, Interval};
+use ticktrade_deribit_proto::interval::{IntervalBook, IntervalChange, batched_interval, period};
 use ticktrade_deribit_proto::{BookHeader, BookKind};
 
-use crate::diff::book_diff;
 use crate::frames::{book_snapshot, encode_window, snapshot_frame};
 use crate::hub::Hub;
 use crate::wire::text_frame;
@@ -25,25 +24,10 @@ use crate::wire::text_frame;
 /// One interval of one instrument.
 pub(crate) struct Batch {
     /// The book as the interval channels' subscribers last saw it.
-    pub flushed: L2Book,
+    pub book: IntervalBook,
     pub next: Instant,
     /// When the newest upstream frame folded into this interval arrived (`Some` = dirty).
     pub dirty: Option<Instant>,
-}
-
-/// The interval a downstream book channel is batched over, `None` for `raw` (every change).
-pub(crate) fn batched_interval(ch: &str) -> Option<Interval> {
-    match Channel::parse(ch)? {
-        Channel::Book { interval, .. } | Channel::GroupedBook { interval, .. } if interval != Interval::Raw => {
-            Some(interval)
-        }
-        _ => None,
-    }
-}
-
-/// How often an interval channel is sent.
-pub(crate) fn period(interval: Interval) -> Duration {
-    Duration::from_millis(interval.period_ms())
 }
 
 impl Hub {
@@ -52,7 +36,7 @@ impl Hub {
         let state = self.books.get(instrument)?;
         let key = (instrument.to_owned(), interval);
         Some(self.batches.entry(key).or_insert_with(|| Batch {
-            flushed: state.book.clone(),
+            book: IntervalBook::new(&state.book),
             next: crate::hub::timer_now() + period(interval),
             dirty: None,
         }))
@@ -73,7 +57,7 @@ impl Hub {
         let Some(state) = self.books.get(instrument) else { return };
         for ((name, _), batch) in self.batches.iter_mut() {
             if name == instrument {
-                batch.flushed = state.book.clone();
+                batch.book.reset(&state.book);
                 batch.dirty = None;
             }
         }
@@ -89,7 +73,7 @@ impl Hub {
                 (self.books.get(instrument), self.batches.get(&(instrument.to_owned(), interval)))
         {
             let mut buf = Vec::with_capacity(1024);
-            book_snapshot(&mut buf, ch, instrument, &state.spec, &batch.flushed, state.timestamp_ms);
+            book_snapshot(&mut buf, ch, instrument, &state.spec, batch.book.flushed(), state.timestamp_ms);
             return buf;
         }
         self.books.get(instrument).map(|state| snapshot_frame(ch, instrument, state)).unwrap_or_default()
@@ -112,13 +96,11 @@ impl Hub {
             }
             batch.dirty = None;
             diff.clear();
-            book_diff(&batch.flushed, &state.book, &mut diff);
-            let prev = batch.flushed.last_change_id().unwrap_or(0);
-            let change_id = state.book.last_change_id().unwrap_or(0);
-            batch.flushed = state.book.clone();
-            if diff.is_empty() {
+            // Changes that cancelled out still move the chain: the frame goes out empty.
+            let Some(IntervalChange { prev_change_id: prev, change_id }) = batch.book.flush(&state.book, &mut diff)
+            else {
                 continue;
-            }
+            };
             let mut frames = Vec::new();
             for ch in state.channels.iter().filter(|ch| batched_interval(ch) == Some(interval)) {
                 let mut buf = Vec::with_capacity(512);

@@ -5,11 +5,11 @@
 //! and flushed by the client's own task when the socket is writable again. Every other HTTP
 //! request is handed to the axum router in `client`, bytes already read included.
 //!
-//! Owns: the client sockets, the per-client queue bound, the fan-out delay stamps (taken when
-//! a frame's last byte is handed to the kernel).
+//! Owns: the client sockets (each the sink of its client's `ticktrade_net::outbound` queue,
+//! which holds the bound and the slow-client policy), the fan-out delay stamps (taken when a
+//! frame's last byte is handed to the kernel).
 //! Must not: interpret requests (the hub does), or block the hub (writes are non-blocking).
 
-use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -18,12 +18,13 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use hdrhistogram::Histogram;
 use ticktrade_net::frame;
+use ticktrade_net::outbound::{Flushed, Frame, Offer, Outbound as Queue};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::hub::HubMsg;
 use crate::wire::{self, FrameReader, Incoming};
@@ -32,35 +33,31 @@ use crate::{ServeConfig, Shared, bump, now_us};
 /// Largest request head read before deciding where a connection goes.
 const MAX_HEAD: usize = 16 << 10;
 
-/// What happened to a frame offered to a client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Sent {
-    /// Written to the socket, or queued behind earlier frames.
-    Ok,
-    /// The queue is full (slow client).
-    Full,
-    /// The connection is gone or closing.
-    Closed,
+/// A frame for one client: the bytes on the wire, and when the upstream frame it came from
+/// arrived (its fan-out delay is counted from there).
+#[derive(Clone)]
+pub(crate) struct Stamped {
+    pub bytes: Bytes,
+    pub upstream_at: Option<Instant>,
 }
 
-struct Queued {
-    bytes: Bytes,
-    upstream_at: Option<Instant>,
-}
+impl Frame for Stamped {
+    fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
 
-struct OutState {
-    queue: VecDeque<Queued>,
-    closing: bool,
-    /// This client's fan-out delays (ns, 2 significant digits).
-    delays: Option<Histogram<u32>>,
+    fn advance(&mut self, n: usize) {
+        Buf::advance(&mut self.bytes, n);
+    }
 }
 
 /// A client's outgoing side, shared by the hub (writes) and the client's task (flushes what
-/// the socket did not take, and reads).
+/// the socket did not take, and reads): the shared queue in front of the socket, and this
+/// client's fan-out delays.
 pub(crate) struct Outbound {
-    state: Mutex<OutState>,
-    notify: Notify,
-    stream: Option<Arc<TcpStream>>,
+    queue: Queue<Stamped, Option<Arc<TcpStream>>>,
+    /// This client's fan-out delays (ns, 2 significant digits).
+    delays: Mutex<Option<Histogram<u32>>>,
     shared: Arc<Shared>,
 }
 
@@ -91,46 +88,46 @@ impl DelaySummary {
 }
 
 impl Outbound {
-    fn new(stream: Option<Arc<TcpStream>>, shared: Arc<Shared>) -> Outbound {
-        let delays = Histogram::new_with_bounds(1, 60_000_000_000, 2).ok();
+    fn new(stream: Option<Arc<TcpStream>>, cfg: &ServeConfig, shared: Arc<Shared>) -> Outbound {
         Outbound {
-            state: Mutex::new(OutState { queue: VecDeque::new(), closing: false, delays }),
-            notify: Notify::new(),
-            stream,
+            queue: Queue::new(stream, cfg.queue_capacity, cfg.slow_policy),
+            delays: Mutex::new(Histogram::new_with_bounds(1, 60_000_000_000, 2).ok()),
             shared,
         }
     }
 
     /// An outbound with no socket: frames stay queued until [`Outbound::take_queued`] (hub tests).
     #[cfg(test)]
-    pub(crate) fn detached() -> Arc<Outbound> {
-        Arc::new(Outbound::new(None, Arc::new(Shared::default())))
+    pub(crate) fn detached(cfg: &ServeConfig) -> Arc<Outbound> {
+        Arc::new(Outbound::new(None, cfg, Arc::new(Shared::default())))
     }
 
     /// Takes every queued frame (hub tests).
     #[cfg(test)]
     pub(crate) fn take_queued(&self) -> Vec<Bytes> {
-        match self.state.lock() {
-            Ok(mut st) => st.queue.drain(..).map(|q| q.bytes).collect(),
-            Err(_) => Vec::new(),
-        }
+        self.queue.take_queued().into_iter().map(|f| f.bytes).collect()
+    }
+
+    /// The shared queue (the hub's fan-out loop offers to it).
+    pub(crate) fn queue(&self) -> &Queue<Stamped, Option<Arc<TcpStream>>> {
+        &self.queue
     }
 
     /// Frames waiting for the socket.
     pub(crate) fn queued(&self) -> usize {
-        self.state.lock().map_or(0, |st| st.queue.len())
+        self.queue.len()
     }
 
     /// This client's fan-out delay quantiles so far.
     pub(crate) fn delays(&self) -> DelaySummary {
-        let Ok(st) = self.state.lock() else { return DelaySummary::default() };
-        DelaySummary::of(st.delays.as_ref())
+        let Ok(h) = self.delays.lock() else { return DelaySummary::default() };
+        DelaySummary::of(h.as_ref())
     }
 
     /// Records the delay of a frame from upstream (received at `upstream_at`) whose last byte
     /// the socket took at `done`, in this client's histogram and the server's.
-    fn record(&self, st: &mut OutState, upstream_at: Option<Instant>, done: Instant) {
-        let Some(ns) = self.delay(st, upstream_at, done) else { return };
+    fn record(&self, upstream_at: Option<Instant>, done: Instant) {
+        let Some(ns) = upstream_at.and_then(|at| self.record_written(at, done)) else { return };
         if let Ok(mut guard) = self.shared.fanout_ns.lock()
             && let Some(h) = guard.as_mut()
         {
@@ -138,78 +135,27 @@ impl Outbound {
         }
     }
 
-    /// Records a delay in this client's histogram only; returns it (ns) for the server's.
-    fn delay(&self, st: &mut OutState, upstream_at: Option<Instant>, done: Instant) -> Option<u64> {
-        let at = upstream_at?;
-        let ns = u64::try_from(done.saturating_duration_since(at).as_nanos()).unwrap_or(u64::MAX).max(1);
-        if let Some(h) = st.delays.as_mut() {
+    /// After a frame from upstream (received at `upstream_at`) was written at `done`: records
+    /// its delay in this client's histogram and returns it (ns) for the server's, which the
+    /// caller records once for the whole fan-out.
+    pub(crate) fn record_written(&self, upstream_at: Instant, done: Instant) -> Option<u64> {
+        let ns = u64::try_from(done.saturating_duration_since(upstream_at).as_nanos()).unwrap_or(u64::MAX).max(1);
+        if let Ok(mut h) = self.delays.lock()
+            && let Some(h) = h.as_mut()
+        {
             h.saturating_record(ns);
         }
         Some(ns)
     }
 
-    /// After [`Outbound::send_stamped`] wrote a frame from upstream (received at
-    /// `upstream_at`) at `done`: records its delay in this client's histogram and returns it
-    /// (ns) for the server's, which the caller records once for the whole fan-out.
-    pub(crate) fn record_written(&self, upstream_at: Instant, done: Instant) -> Option<u64> {
-        let mut st = self.state.lock().ok()?;
-        self.delay(&mut st, Some(upstream_at), done)
-    }
-
     /// Writes `frame` now if nothing is queued and the socket takes it; otherwise queues it
-    /// (at most `capacity` frames) for the client's task.
-    pub(crate) fn send(&self, frame: &Bytes, upstream_at: Option<Instant>, capacity: usize) -> Sent {
-        let (sent, done) = self.send_stamped(frame, upstream_at, capacity);
-        if let Some(done) = done
-            && upstream_at.is_some()
-            && let Ok(mut st) = self.state.lock()
-        {
-            self.record(&mut st, upstream_at, done);
+    /// (the queue's bound and policy apply). A frame written at once has its delay recorded.
+    pub(crate) fn send(&self, frame: &Bytes, upstream_at: Option<Instant>) -> Offer {
+        let offer = self.queue.send(&Stamped { bytes: frame.clone(), upstream_at }, None);
+        if offer == Offer::Written {
+            self.record(upstream_at, Instant::now());
         }
-        sent
-    }
-
-    /// [`Outbound::send`] without the bookkeeping of a frame written at once: returns when
-    /// the socket took its last byte (the caller records the delay with
-    /// [`Outbound::record_written`] once its writes are done). A frame queued instead has its
-    /// delay recorded when the client's task writes it, as with `send`.
-    pub(crate) fn send_stamped(
-        &self,
-        frame: &Bytes,
-        upstream_at: Option<Instant>,
-        capacity: usize,
-    ) -> (Sent, Option<Instant>) {
-        let Ok(mut st) = self.state.lock() else { return (Sent::Closed, None) };
-        if st.closing {
-            return (Sent::Closed, None);
-        }
-        if st.queue.is_empty()
-            && let Some(stream) = &self.stream
-        {
-            match stream.try_write(frame) {
-                Ok(n) if n == frame.len() => return (Sent::Ok, Some(Instant::now())),
-                Ok(n) => {
-                    st.queue.push_back(Queued { bytes: frame.slice(n..), upstream_at });
-                    drop(st);
-                    self.notify.notify_one();
-                    return (Sent::Ok, None);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(_) => {
-                    st.closing = true;
-                    drop(st);
-                    self.notify.notify_one();
-                    return (Sent::Closed, None);
-                }
-            }
-        }
-        if st.queue.len() >= capacity.max(1) {
-            return (Sent::Full, None);
-        }
-        st.queue.push_back(Queued { bytes: frame.clone(), upstream_at });
-        drop(st);
-        self.notify.notify_one();
-        (Sent::Ok, None)
+        offer
     }
 
     /// Closes the connection with `code` and `reason` once what is queued is written.
@@ -219,43 +165,18 @@ impl Outbound {
 
     /// Queues a control frame past the bound (pong, close); `last` = nothing after it.
     fn control(&self, frame: Bytes, last: bool) {
-        if let Ok(mut st) = self.state.lock() {
-            if st.closing {
-                return;
-            }
-            st.queue.push_back(Queued { bytes: frame, upstream_at: None });
-            st.closing |= last;
-        }
-        self.notify.notify_one();
+        self.queue.control(Stamped { bytes: frame, upstream_at: None }, last);
     }
 
     /// Writes what is queued until the queue is empty (`Ok(true)` if the connection is closing).
     async fn flush(&self) -> io::Result<bool> {
-        let Some(stream) = &self.stream else { return Ok(false) };
+        let Some(stream) = self.queue.sink() else { return Ok(false) };
         loop {
-            {
-                let Ok(mut st) = self.state.lock() else { return Ok(true) };
-                loop {
-                    let Some(front) = st.queue.front_mut() else { return Ok(st.closing) };
-                    match stream.try_write(&front.bytes) {
-                        Ok(n) if n == front.bytes.len() => {
-                            let at = front.upstream_at;
-                            st.queue.pop_front();
-                            self.record(&mut st, at, Instant::now());
-                        }
-                        Ok(n) => {
-                            let rest = front.bytes.slice(n..);
-                            front.bytes = rest;
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                        Err(e) => {
-                            st.closing = true;
-                            return Err(e);
-                        }
-                    }
-                }
+            match self.queue.flush(|f| self.record(f.upstream_at, Instant::now()))? {
+                Flushed::Idle => return Ok(false),
+                Flushed::Closing => return Ok(true),
+                Flushed::Blocked => stream.writable().await?,
             }
-            stream.writable().await?;
         }
     }
 }
@@ -411,7 +332,7 @@ async fn upgrade(mut stream: TcpStream, key: &str, rest: Vec<u8>, state: &ConnSt
 async fn run_client(stream: TcpStream, rest: Vec<u8>, state: &ConnState) {
     let id = state.shared.next_client.fetch_add(1, Ordering::Relaxed) + 1;
     let stream = Arc::new(stream);
-    let out = Arc::new(Outbound::new(Some(Arc::clone(&stream)), Arc::clone(&state.shared)));
+    let out = Arc::new(Outbound::new(Some(Arc::clone(&stream)), &state.cfg, Arc::clone(&state.shared)));
     let (kill_tx, mut kill_rx) = oneshot::channel::<String>();
     if state.hub.send(HubMsg::Join { id, out: Arc::clone(&out), kill: kill_tx }).await.is_err() {
         return;
@@ -448,7 +369,7 @@ async fn run_client(stream: TcpStream, rest: Vec<u8>, state: &ConnState) {
                 out.control(wire::close_frame(frame::close::POLICY, &reason), true);
                 break 'conn;
             }
-            () = out.notify.notified() => match out.flush().await {
+            () = out.queue.notified() => match out.flush().await {
                 Ok(false) => {}
                 Ok(true) | Err(_) => break 'conn,
             },
@@ -468,8 +389,5 @@ async fn run_client(stream: TcpStream, rest: Vec<u8>, state: &ConnState) {
     let _ = state.hub.send(HubMsg::Leave { id }).await;
     // Send what is left (a close frame at least), briefly.
     let _ = tokio::time::timeout(Duration::from_secs(2), out.flush()).await;
-    if let Ok(mut st) = out.state.lock() {
-        st.closing = true;
-        st.queue.clear();
-    }
+    out.queue.shutdown();
 }

@@ -11,8 +11,8 @@ use ticktrade_deribit_proto::book::encode_book_units;
 use ticktrade_deribit_proto::channel::{Channel, Group};
 use ticktrade_deribit_proto::{BookHeader, BookKind};
 
-use crate::diff::book_levels;
 use crate::hub::BookState;
+use ticktrade_deribit_proto::interval::book_levels;
 
 pub(crate) fn snapshot_frame(ch: &str, instrument: &str, state: &BookState) -> Vec<u8> {
     let mut buf = Vec::with_capacity(1024);

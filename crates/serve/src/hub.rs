@@ -4,8 +4,9 @@
 //! Owns: each instrument's published book and its change-id chain (continued across
 //! upstream resyncs), which client wants which channel and whether it holds a snapshot,
 //! upstream subscriptions by demand (subscribed on first interest, dropped `linger` after the
-//! last client left), the slow-client policy, counters.
-//! Must not: await on a client (every send is `try_send`), or send a change to a client that
+//! last client left), what each slow-client outcome means for a client (re-snapshot after a
+//! drop, close on disconnect; the queue and its policy are `ticktrade_net::outbound`), counters.
+//! Must not: await on a client (every send is a non-blocking offer), or send a change to a client that
 //! does not hold the book it applies to.
 //!
 //! Time: schedules (heartbeat deadlines, the linger, batch flushes) read [`timer_now`], tokio's
@@ -27,20 +28,20 @@ use ticktrade_deribit_proto::envelope::encode_notification;
 use ticktrade_deribit_proto::{BookHeader, BookKind, decode_book_units};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::batch::batched_interval;
+use ticktrade_deribit_proto::interval::{batched_interval, book_diff};
 
 /// Now, on tokio's clock (the real clock unless a test paused it): for schedules only.
 pub(crate) fn timer_now() -> Instant {
     tokio::time::Instant::now().into_std()
 }
 
-use crate::conn::{DelaySummary, Outbound, Sent};
-use crate::diff::book_diff;
+use crate::ServeConfig;
+use crate::conn::{DelaySummary, Outbound, Stamped};
 use crate::frames::encode_window;
 pub(crate) use crate::frames::grouping;
 use crate::trace::LoopStamps;
 use crate::wire::text_frame;
-use crate::{ServeConfig, SlowPolicy};
+use ticktrade_net::outbound::{Offer, fan_out};
 
 pub(crate) type ClientId = u64;
 
@@ -192,7 +193,7 @@ pub(crate) struct Hub {
 struct FanBuf {
     ids: Vec<ClientId>,
     /// What the write did, and when the socket took the frame if it was written at once.
-    results: Vec<(Sent, Option<Instant>)>,
+    results: Vec<(Offer, Option<Instant>)>,
 }
 
 impl FanBuf {
@@ -520,19 +521,23 @@ impl Hub {
     pub(crate) fn fan_out(&mut self, ch: &str, frame: &Bytes, at: Instant, needs_sync: bool) {
         let mut fan = std::mem::take(&mut self.fan);
         fan.clear();
-        let capacity = self.cfg.queue_capacity;
         let start = Instant::now();
+        let item = Stamped { bytes: frame.clone(), upstream_at: Some(at) };
+        // A grouped window stands alone: a full queue keeps the latest per channel. A book
+        // change does not (it is dropped and the client re-snapshotted).
+        let key = (!needs_sync).then(|| conflation_key(ch));
         // Each client is looked up just before its write: collecting all of them first put
         // 60-80 µs of cold-cache lookups before the first write (docs/PERFORMANCE.md §4.3).
         if let Some(ids) = self.subscribers.get(ch) {
-            for &id in ids {
-                let Some(client) = self.clients.get(&id) else { continue };
-                if needs_sync && client.subs.get(ch) != Some(&true) {
-                    continue;
-                }
-                fan.results.push(client.out.send_stamped(frame, Some(at), capacity));
+            let clients = &self.clients;
+            let targets = ids.iter().filter_map(|&id| {
+                let client = clients.get(&id)?;
+                (!needs_sync || client.subs.get(ch) == Some(&true)).then(|| (id, client.out.queue()))
+            });
+            fan_out(&item, key, targets, |id, offer| {
+                fan.results.push((offer, (offer == Offer::Written).then(Instant::now)));
                 fan.ids.push(id);
-            }
+            });
         }
         let mut stamps = self.trace_at.map(|(received, started)| LoopStamps::new(received, started));
         if let Some(s) = stamps.as_mut() {
@@ -556,8 +561,8 @@ impl Hub {
             s.finish(&shared.traces);
         }
         let len = frame.len() as u64;
-        for (&id, &(sent, _)) in fan.ids.iter().zip(&fan.results) {
-            if self.account(id, sent, len)
+        for (&id, &(offer, _)) in fan.ids.iter().zip(&fan.results) {
+            if self.account(id, offer, len)
                 && let Some(flag) = self.clients.get_mut(&id).and_then(|c| c.subs.get_mut(ch))
             {
                 *flag = true;
@@ -647,51 +652,55 @@ impl Hub {
     /// queue is full. Returns whether the frame was written or queued.
     pub(crate) fn deliver_frame(&mut self, id: ClientId, frame: &Bytes, upstream_at: Option<Instant>) -> bool {
         let Some(client) = self.clients.get(&id) else { return false };
-        let sent = client.out.send(frame, upstream_at, self.cfg.queue_capacity);
-        self.account(id, sent, frame.len() as u64)
+        let offer = client.out.send(frame, upstream_at);
+        self.account(id, offer, frame.len() as u64)
     }
 
-    /// Counts a frame of `len` bytes offered to client `id` and applies the slow-client
-    /// policy if its queue was full. Returns whether the frame was written or queued.
-    fn account(&mut self, id: ClientId, sent: Sent, len: u64) -> bool {
+    /// Counts a frame of `len` bytes offered to client `id` and carries out what its queue's
+    /// slow-client policy decided. Returns whether the frame will reach the client.
+    fn account(&mut self, id: ClientId, offer: Offer, len: u64) -> bool {
         let Some(client) = self.clients.get_mut(&id) else { return false };
-        match sent {
-            Sent::Ok => {
+        match offer {
+            Offer::Written | Offer::Queued | Offer::Conflated => {
                 client.counters.messages += 1;
                 client.counters.bytes += len;
                 self.totals.messages += 1;
                 self.totals.bytes += len;
+                if offer == Offer::Conflated {
+                    client.counters.conflations += 1;
+                    self.totals.conflations += 1;
+                }
                 true
             }
-            Sent::Full => {
+            Offer::Dropped => {
+                // Its book channels lost a change: each gets a fresh snapshot once the queue
+                // has room again (`catch_up`).
                 client.counters.drops += 1;
                 self.totals.drops += 1;
-                match self.cfg.slow_policy {
-                    SlowPolicy::Conflate => {
-                        let mut conflated = false;
-                        for (ch, synced) in client.subs.iter_mut() {
-                            if *synced && ch.starts_with("book.") {
-                                *synced = false;
-                                conflated = true;
-                            }
-                        }
-                        if conflated {
-                            client.counters.conflations += 1;
-                            self.totals.conflations += 1;
-                        }
+                let mut conflated = false;
+                for (ch, synced) in client.subs.iter_mut() {
+                    if *synced && ch.starts_with("book.") {
+                        *synced = false;
+                        conflated = true;
                     }
-                    SlowPolicy::Disconnect => {
-                        if let Some(kill) = client.kill.take() {
-                            let _ = kill
-                                .send(format!("slow consumer: {} frames queued and not read", self.cfg.queue_capacity));
-                        }
-                        self.totals.disconnects += 1;
-                        self.remove_client(id);
-                    }
+                }
+                if conflated {
+                    client.counters.conflations += 1;
+                    self.totals.conflations += 1;
                 }
                 false
             }
-            Sent::Closed => false,
+            Offer::Disconnect => {
+                client.counters.drops += 1;
+                self.totals.drops += 1;
+                if let Some(kill) = client.kill.take() {
+                    let _ = kill.send(format!("slow consumer: {} frames queued and not read", self.cfg.queue_capacity));
+                }
+                self.totals.disconnects += 1;
+                self.remove_client(id);
+                false
+            }
+            Offer::Closed => false,
         }
     }
 
@@ -778,6 +787,14 @@ impl Hub {
         }
         self.subscribe_upstream(&idle, false);
     }
+}
+
+/// The conflation key of a downstream channel: frames of one channel supersede each other.
+fn conflation_key(ch: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    ch.hash(&mut h);
+    h.finish()
 }
 
 #[cfg(test)]

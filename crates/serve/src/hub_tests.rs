@@ -2,6 +2,7 @@
 //! the chain across an upstream gap, demand-driven upstream subscriptions.
 
 use super::*;
+use crate::SlowPolicy;
 use ticktrade_book::l2::L2Book;
 use ticktrade_core::{Decimal, Side};
 
@@ -33,7 +34,7 @@ fn join(hub: &mut Hub, id: ClientId) -> (Arc<Outbound>, oneshot::Receiver<String
 }
 
 fn join_channel(hub: &mut Hub, id: ClientId, channel: &str) -> (Arc<Outbound>, oneshot::Receiver<String>) {
-    let out = Outbound::detached();
+    let out = Outbound::detached(&hub.cfg);
     let (kill, killed) = oneshot::channel();
     hub.on_msg(HubMsg::Join { id, out: Arc::clone(&out), kill });
     let req =

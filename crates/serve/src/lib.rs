@@ -6,13 +6,13 @@
 //! books, each client's `change_id` chain, per-client bounded queues and the slow-client
 //! policy), the upstream connection, counters.
 //! Must not: let a slow client slow the upstream path or another client (every downstream
-//! send is a `try_send` into that client's bounded queue), forward a book gap to a client
+//! send is a non-blocking offer to that client's bounded queue), forward a book gap to a client
 //! (an upstream resync is sent on as the diff of the old and new book on the client's own
 //! chain), or pass a price through `f64`.
 //!
 //! # Layout
-//! - `batch`: interval channels (`100ms`, `agg2`): one frame per interval with the net change.
-//! - `diff`: pure: the change that turns one book into another.
+//! - `batch`: interval channels (`100ms`, `agg2`, the rule in `deribit_proto::interval`): when
+//!   each is due and what upstream frame it carries.
 //! - `frames`: snapshot and grouped-window frames of a book.
 //! - `hub`: the task that owns books, clients and subscriptions; fan-out and backpressure.
 //! - `metrics`: Prometheus text of the counters and the fan-out delay histogram.
@@ -30,7 +30,6 @@
 mod batch;
 mod client;
 mod conn;
-pub mod diff;
 mod frames;
 mod hub;
 pub mod metrics;
@@ -50,6 +49,7 @@ use tokio::sync::{mpsc, watch};
 
 pub use conn::DelaySummary;
 pub use hub::{ClientCounters, Totals};
+pub use ticktrade_net::outbound::SlowPolicy;
 pub use trace::FanoutTrace;
 
 /// Where the market data comes from.
@@ -59,16 +59,6 @@ pub enum UpstreamSource {
     Sim(Box<SimConfig>),
     /// A Deribit WebSocket URL (`wss://test.deribit.com/ws/api/v2`, `ws://127.0.0.1:PORT/ws/api/v2`).
     Url(String),
-}
-
-/// What happens to a client whose queue is full.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum SlowPolicy {
-    /// Drop its frames until its queue has room again, then send it a fresh snapshot.
-    #[default]
-    Conflate,
-    /// Close its connection with a reason.
-    Disconnect,
 }
 
 /// How to run a server.

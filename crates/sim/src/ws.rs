@@ -1,12 +1,13 @@
 //! The WebSocket front end at `/ws/api/v2`: one reader loop and one writer task per socket.
 //!
-//! Owns: the socket of one session, its bounded outbound queue, heartbeats (`test_request`
+//! Owns: the socket of one session, the writer that drains its outbound queue
+//! (`ticktrade_net::outbound`, policy `Disconnect`), heartbeats (`test_request`
 //! every interval; close 4000 "heartbeat close" when unanswered), the idle close, the close
 //! reason sent on every server-side close, and cancel-on-disconnect on the way out.
 //! Time: the idle check reads the `SimClock`; the heartbeat interval and the idle check's
 //! period wait on tokio's timer, so a test with paused tokio time and a `TokioClock` drives
 //! both without waiting.
-//! Must not: block the engine: the engine only ever `try_send`s into this session's queue.
+//! Must not: block the engine: the engine only ever offers to this session's queue.
 //!
 //! The socket is `yawc`'s (see `server` for why): it answers pings itself, negotiates
 //! permessage-deflate when the client offers it, and closes with 1009 ("Frame too large") or
@@ -16,11 +17,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use futures_util::{SinkExt, StreamExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use yawc::close::CloseCode;
 use yawc::{Frame, HttpWebSocket, OpCode};
 
-use crate::engine::{Command, Kill, Outbound, SessionTx};
+use ticktrade_net::outbound::{Offer, Queued, SlowPolicy};
+
+use crate::engine::{Command, Kill, SessionFrame, SessionQueue, SessionTx};
 use crate::rpc;
 use crate::session::{Reply, Session, Shared, handle_text};
 
@@ -31,11 +34,11 @@ const IDLE_CHECK: std::time::Duration = std::time::Duration::from_secs(5);
 /// Serves one upgraded socket until either side closes.
 pub async fn serve(socket: HttpWebSocket, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
-    let (tx, rx) = mpsc::channel::<Outbound>(shared.queue_capacity);
+    let out = Arc::new(SessionQueue::new(Queued, shared.queue_capacity, SlowPolicy::Disconnect));
     let kill = Arc::new(Kill::default());
     if shared
         .engine
-        .send(Command::Register { session: id, tx: SessionTx { tx: tx.clone(), kill: kill.clone() } })
+        .send(Command::Register { session: id, tx: SessionTx { out: Arc::clone(&out), kill: kill.clone() } })
         .await
         .is_err()
     {
@@ -43,7 +46,7 @@ pub async fn serve(socket: HttpWebSocket, shared: Arc<Shared>, mut shutdown: wat
     }
     tracing::debug!(session = id, "websocket session opened");
     let (sink, mut stream) = socket.split();
-    let writer = tokio::spawn(write_loop(sink, rx, kill.watch()));
+    let writer = tokio::spawn(write_loop(sink, Arc::clone(&out), kill.watch()));
     let mut session = Session::new(id, true, shared.limits, shared.clock.mono());
     let mut killed = kill.watch();
     let mut heartbeat: Option<tokio::time::Interval> = None;
@@ -77,7 +80,7 @@ pub async fn serve(socket: HttpWebSocket, shared: Arc<Shared>, mut shutdown: wat
                         let text = String::from_utf8_lossy(frame.payload());
                         subscribed |= text.contains("subscribe");
                         let reply = handle_text(&shared, &mut session, &text).await;
-                        if !deliver(&tx, &kill, reply).await {
+                        if !deliver(&out, &kill, reply).await {
                             closing_reply = true;
                             break;
                         }
@@ -94,7 +97,7 @@ pub async fn serve(socket: HttpWebSocket, shared: Arc<Shared>, mut shutdown: wat
                     break;
                 }
                 session.awaiting_test = true;
-                if tx.try_send(Outbound::Text(Arc::from(rpc::test_request()))).is_err() {
+                if !out.offer(SessionFrame::Text(Arc::from(rpc::test_request())), None).delivered() {
                     kill.fire(4003, "slow consumer: outbound queue full");
                     break;
                 }
@@ -115,7 +118,8 @@ pub async fn serve(socket: HttpWebSocket, shared: Arc<Shared>, mut shutdown: wat
     // Server-side close: keep reading (and discarding) until the peer answers the close frame,
     // so unread requests in flight do not turn the close into a TCP reset that loses it.
     let server_closed = kill.reason().is_some() || session.logged_out || closing_reply;
-    drop(tx);
+    // The writer ends once what is queued is written.
+    out.finish();
     if server_closed {
         let drain = async {
             while let Some(frame) = stream.next().await {
@@ -146,23 +150,19 @@ async fn tick(timer: &mut Option<tokio::time::Interval>) {
 }
 
 /// Sends a reply (after an injected delay) and applies its close; `false` = session over.
-async fn deliver(tx: &mpsc::Sender<Outbound>, kill: &Kill, reply: Reply) -> bool {
+async fn deliver(out: &SessionQueue, kill: &Kill, reply: Reply) -> bool {
     if reply.delay_ms > 0 {
         tokio::time::sleep(std::time::Duration::from_millis(reply.delay_ms)).await;
     }
-    if let Some(text) = reply.text {
-        // Replies wait for room (the client asked for them); notifications never do.
-        match tokio::time::timeout(std::time::Duration::from_secs(5), tx.send(Outbound::Text(Arc::from(text)))).await {
-            Ok(Ok(())) => {}
-            _ => {
-                kill.fire(4003, "slow consumer: outbound queue full");
-                return false;
-            }
-        }
+    if let Some(text) = reply.text
+        && out.offer(SessionFrame::Text(Arc::from(text)), None) == Offer::Disconnect
+    {
+        kill.fire(4003, "slow consumer: outbound queue full");
+        return false;
     }
     if let Some((code, reason)) = reply.close {
-        // Let queued frames (the reply itself) go out before the close frame.
-        let _ = tx.send(Outbound::Close(code, reason)).await;
+        // Queued frames (the reply itself) go out before the close frame.
+        out.control(SessionFrame::Close(code, reason), true);
         return false;
     }
     true
@@ -172,12 +172,16 @@ fn close_frame(code: u16, reason: &str) -> Frame {
     Frame::close(CloseCode::from(code), reason.as_bytes())
 }
 
+/// Frames taken off the queue per wake-up.
+const WRITE_BATCH: usize = 64;
+
 async fn write_loop(
     mut sink: futures_util::stream::SplitSink<HttpWebSocket, Frame>,
-    mut rx: mpsc::Receiver<Outbound>,
+    out: Arc<SessionQueue>,
     mut killed: watch::Receiver<Option<(u16, String)>>,
 ) {
-    loop {
+    let mut batch = Vec::with_capacity(WRITE_BATCH);
+    'write: loop {
         tokio::select! {
             biased;
             _ = killed.changed() => {
@@ -187,19 +191,26 @@ async fn write_loop(
                 }
                 break;
             }
-            frame = rx.recv() => match frame {
-                Some(Outbound::Text(text)) => {
-                    if sink.send(Frame::text(text.as_bytes().to_vec())).await.is_err() {
-                        break;
-                    }
-                }
-                Some(Outbound::Close(code, reason)) => {
-                    let _ = sink.send(close_frame(code, &reason)).await;
+            more = out.recv(&mut batch, WRITE_BATCH) => {
+                if !more {
                     break;
                 }
-                None => break,
-            },
+                for frame in batch.drain(..) {
+                    match frame {
+                        SessionFrame::Text(text) => {
+                            if sink.send(Frame::text(text.as_bytes().to_vec())).await.is_err() {
+                                break 'write;
+                            }
+                        }
+                        SessionFrame::Close(code, reason) => {
+                            let _ = sink.send(close_frame(code, &reason)).await;
+                            break 'write;
+                        }
+                    }
+                }
+            }
         }
     }
+    out.shutdown();
     let _ = sink.close().await;
 }

@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::value::RawValue;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use ticktrade_core::{Side, Utc};
 use ticktrade_hl_proto::asset_ctx::BookCtx;
@@ -78,7 +78,7 @@ use warm::Warm;
 #[cfg(test)]
 use {decode::*, ticktrade_hl_proto::node::fast, warm::*};
 
-use super::publish::{ClientId, L2Key, Outbound, Subscribers};
+use super::publish::{ClientId, ClientQueue, L2Key, Subscribers};
 use crate::books::{BlockPlan, Books};
 use crate::coins::CoinId;
 use crate::follow::Follower;
@@ -125,8 +125,8 @@ pub enum EngineMsg {
     Files,
     Connect {
         id: ClientId,
-        /// Text frames for the connection's writer (items of one or more frames).
-        tx: mpsc::Sender<Outbound>,
+        /// The connection's queue (items of one or more text frames) for its writer.
+        tx: std::sync::Arc<ClientQueue>,
         kill: oneshot::Sender<String>,
     },
     Request {

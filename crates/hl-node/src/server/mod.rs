@@ -3,10 +3,11 @@
 //!
 //! Owns: accepting connections (axum; the WebSocket itself is yawc's, which negotiates
 //! permessage-deflate when the client offers it), one reader and one writer task per
-//! connection, the bounded outbound queue per client (items of one frame, or of a coin's
-//! `l2Book` frames: `publish::Outbound`; the writer sends every frame queued, each item's
-//! frames as separate text frames in order, and flushes once), and the watcher (notify, recursive on the data
-//! directory) with the engine's polling interval as the fallback.
+//! connection, the writer that drains each client's bounded queue (`ticktrade_net::outbound`,
+//! items of one frame or of a coin's `l2Book` frames: `publish::Frames`; the writer sends
+//! every frame queued, each item's frames as separate text frames in order, and flushes once),
+//! and the watcher (notify, recursive on the data directory) with the engine's polling
+//! interval as the fallback.
 //! Must not: touch books (the engine thread does) or answer before the books are loaded (the
 //! engine is built from a loaded snapshot before `start` is called).
 
@@ -26,7 +27,7 @@ use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use yawc::close::CloseCode;
 use yawc::frame::{Frame, OpCode};
 use yawc::{CompressionLevel, HttpWebSocket, IncomingUpgrade, Options};
@@ -36,7 +37,7 @@ use ticktrade_hl_proto::info::{InfoRequest, Meta, SpotMeta, deserialize_error, m
 use ticktrade_hl_proto::ws::{ClientMessage, errors};
 
 use engine::{Engine, EngineMsg};
-use publish::Outbound;
+use publish::Frames;
 use ticktrade_hl_proto::asset_ctx::BookCtx;
 use ticktrade_hl_proto::info::spot_pair_coin;
 
@@ -256,19 +257,21 @@ async fn ws_upgrade(State(state): State<Arc<AppState>>, ws: IncomingUpgrade) -> 
     }
 }
 
-/// Frames written before one flush, at most (the item that reaches it is written whole).
-const WRITE_BATCH: usize = 256;
+/// Items written before one flush, at most (each up to `publish::BATCH` frames).
+const WRITE_ITEMS: usize = 32;
 
 async fn connection(socket: HttpWebSocket, state: Arc<AppState>) {
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
-    let (tx, mut rx) = mpsc::channel::<Outbound>(state.config.queue);
+    let out = publish::client_queue(state.config.queue);
     let (kill_tx, mut kill_rx) = oneshot::channel::<String>();
-    if state.engine.send(EngineMsg::Connect { id, tx: tx.clone(), kill: kill_tx }).is_err() {
+    if state.engine.send(EngineMsg::Connect { id, tx: Arc::clone(&out), kill: kill_tx }).is_err() {
         return;
     }
     let (mut sink, mut stream) = socket.split();
+    let queue = Arc::clone(&out);
     let writer = tokio::spawn(async move {
-        loop {
+        let mut items = Vec::new();
+        'write: loop {
             tokio::select! {
                 biased;
                 reason = &mut kill_rx => {
@@ -276,32 +279,26 @@ async fn connection(socket: HttpWebSocket, state: Arc<AppState>) {
                     let _ = sink.send(Frame::close(CloseCode::Policy, reason)).await;
                     break;
                 }
-                msg = rx.recv() => match msg {
-                    Some(first) => {
-                        // Everything already queued goes out with one flush (up to
-                        // `WRITE_BATCH` frames), each item's frames in order.
-                        let (mut item, mut n, mut failed) = (Some(first), 0, false);
-                        while let Some(frames) = item.take() {
-                            n += frames.len();
-                            for frame in frames.into_frames() {
-                                if sink.feed(Frame::text(frame)).await.is_err() {
-                                    failed = true;
-                                    break;
-                                }
+                more = queue.recv(&mut items, WRITE_ITEMS) => {
+                    if !more {
+                        break;
+                    }
+                    // Everything already queued goes out with one flush (up to
+                    // `WRITE_ITEMS` items), each item's frames in order.
+                    for frames in items.drain(..) {
+                        for frame in frames.into_frames() {
+                            if sink.feed(Frame::text(frame)).await.is_err() {
+                                break 'write;
                             }
-                            if failed || n >= WRITE_BATCH {
-                                break;
-                            }
-                            item = rx.try_recv().ok();
-                        }
-                        if failed || sink.flush().await.is_err() {
-                            break;
                         }
                     }
-                    None => break,
-                },
+                    if sink.flush().await.is_err() {
+                        break;
+                    }
+                }
             }
         }
+        queue.shutdown();
     });
     while let Some(frame) = stream.next().await {
         let text = match frame.opcode() {
@@ -314,7 +311,8 @@ async fn connection(socket: HttpWebSocket, state: Arc<AppState>) {
         };
         match ClientMessage::parse(text) {
             Ok(ClientMessage::Ping) => {
-                let _ = tx.try_send(Outbound::one(Bytes::from_static(br#"{"channel":"pong"}"#)));
+                // Dropped when the queue is full (the engine disconnects the client on its next frame).
+                let _ = out.offer_if_room(Frames::one(Bytes::from_static(br#"{"channel":"pong"}"#)));
             }
             Ok(message) => {
                 if state.engine.send(EngineMsg::Request { id, message, text: text.to_owned() }).is_err() {
@@ -323,11 +321,12 @@ async fn connection(socket: HttpWebSocket, state: Arc<AppState>) {
             }
             Err(_) => {
                 let frame = ticktrade_hl_proto::ws::error_frame(&errors::parse(text));
-                let _ = tx.try_send(Outbound::one(Bytes::from(frame)));
+                let _ = out.offer_if_room(Frames::one(Bytes::from(frame)));
             }
         }
     }
     let _ = state.engine.send(EngineMsg::Disconnect { id });
-    drop(tx);
+    // The writer ends once what is queued is written.
+    out.finish();
     let _ = writer.await;
 }

@@ -1,17 +1,21 @@
 //! Clients, their subscriptions, and delivery into bounded per-client queues.
 //!
 //! Owns: the client table, subscription indexes (`l2Book` by coin and `(variant, nLevels)`,
-//! `trades` by coin name, `l4Book` by coin), the queue item ([`Outbound`]: one frame, or a
-//! client's `l2Book` frames of one coin), and `send`: a non-blocking push that disconnects a
-//! client whose queue is full, with a reason, so one slow reader never delays the others.
+//! `trades` by coin name, `l4Book` by coin), the queue item ([`Frames`]: one frame, or a
+//! client's `l2Book` frames of one coin), and `send`: a non-blocking offer to the client's
+//! [`ClientQueue`] (`ticktrade_net::outbound`, policy `Disconnect`) that disconnects a client
+//! whose queue is full, with a reason, so one slow reader never delays the others.
 //! Must not: compute books or read files; the engine calls it in block order, which is the
 //! order every client receives messages in.
 
 use std::collections::HashSet;
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use rustc_hash::FxHashMap;
-use tokio::sync::{mpsc, oneshot};
+use ticktrade_net::outbound::{Offer, Outbound, Queued, SlowPolicy};
+use tokio::sync::oneshot;
 
 use ticktrade_hl_proto::ws::{L2Params, Subscription};
 
@@ -20,29 +24,29 @@ use crate::coins::CoinId;
 /// Identifies a connection for the engine.
 pub type ClientId = u64;
 
-/// Most frames in one [`Outbound`] item: a client's `l2Book` frames of one coin go as one item
+/// Most frames in one [`Frames`] item: a client's `l2Book` frames of one coin go as one item
 /// (seven variants per `nLevels`), more as several.
 pub const BATCH: usize = 8;
 
 /// One item of a client's bounded queue: one text frame, or up to [`BATCH`] `l2Book` frames of
 /// one coin in key order, which the connection's writer sends as as many WebSocket text frames,
-/// in order. One item per coin and client instead of one per frame: each `try_send` costs
-/// about 110 ns (the channel's semaphore, tail and waker lines, shared by both lanes), and the
-/// writer is woken once per coin. Inline (`Bytes::new` is const): no allocation.
-pub struct Outbound {
+/// in order. One item per coin and client instead of one per frame: each offer takes the
+/// client's queue lock and may wake its writer (lines shared by both lanes), so the writer is
+/// woken once per coin. Inline (`Bytes::new` is const): no allocation.
+pub struct Frames {
     n: u8,
     frames: [Bytes; BATCH],
 }
 
-impl Outbound {
+impl Frames {
     /// An item without frames (never queued: `push` one first).
-    pub const fn new() -> Outbound {
-        Outbound { n: 0, frames: [const { Bytes::new() }; BATCH] }
+    pub const fn new() -> Frames {
+        Frames { n: 0, frames: [const { Bytes::new() }; BATCH] }
     }
 
     /// An item of one frame.
-    pub fn one(frame: Bytes) -> Outbound {
-        let mut item = Outbound::new();
+    pub fn one(frame: Bytes) -> Frames {
+        let mut item = Frames::new();
         item.push(frame);
         item
     }
@@ -78,21 +82,29 @@ impl Outbound {
     }
 }
 
-impl Default for Outbound {
-    fn default() -> Outbound {
-        Outbound::new()
+impl Default for Frames {
+    fn default() -> Frames {
+        Frames::new()
     }
 }
 
-impl std::fmt::Debug for Outbound {
+impl std::fmt::Debug for Frames {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.frames()).finish()
     }
 }
 
+/// A connection's bounded queue of [`Frames`] items, drained by its writer task.
+pub type ClientQueue = Outbound<Frames>;
+
+/// A connection's queue of `capacity` items: a full one disconnects the client.
+pub fn client_queue(capacity: usize) -> Arc<ClientQueue> {
+    Arc::new(ClientQueue::new(Queued, capacity, SlowPolicy::Disconnect))
+}
+
 /// What the engine keeps per connection.
 pub struct Client {
-    tx: mpsc::Sender<Outbound>,
+    tx: Arc<ClientQueue>,
     kill: Option<oneshot::Sender<String>>,
     subs: HashSet<Subscription>,
 }
@@ -236,7 +248,7 @@ pub enum Slot {
 }
 
 impl Subscribers {
-    pub fn connect(&mut self, id: ClientId, tx: mpsc::Sender<Outbound>, kill: oneshot::Sender<String>, raw: bool) {
+    pub fn connect(&mut self, id: ClientId, tx: Arc<ClientQueue>, kill: oneshot::Sender<String>, raw: bool) {
         self.clients.insert(id, Client { tx, kill: Some(kill), subs: HashSet::new() });
         if raw {
             self.raw.push(id);
@@ -317,7 +329,7 @@ impl Subscribers {
     /// the client with a reason; returns the ids that must be disconnected (the caller removes
     /// their subscriptions).
     pub fn send(&mut self, id: ClientId, frame: Bytes, dead: &mut Vec<ClientId>) {
-        if let Err(why) = self.try_send(id, Outbound::one(frame)) {
+        if let Err(why) = self.try_send(id, Frames::one(frame)) {
             self.undelivered(id, why, dead);
         }
     }
@@ -325,12 +337,12 @@ impl Subscribers {
     /// Queues `item` for `id` through a shared reference (any thread may, while the engine
     /// publishes coins on two); an item that could not be queued is handed to
     /// [`Subscribers::undelivered`] afterwards, on the engine thread. An unknown id is ignored.
-    pub fn try_send(&self, id: ClientId, item: Outbound) -> Result<(), Undelivered> {
+    pub fn try_send(&self, id: ClientId, item: Frames) -> Result<(), Undelivered> {
         let Some(client) = self.clients.get(&id) else { return Ok(()) };
-        match client.tx.try_send(item) {
-            Ok(()) => Ok(()),
-            Err(mpsc::error::TrySendError::Full(_)) => Err(Undelivered::Full),
-            Err(mpsc::error::TrySendError::Closed(_)) => Err(Undelivered::Closed),
+        match client.tx.offer(item, None) {
+            Offer::Written | Offer::Queued | Offer::Conflated => Ok(()),
+            Offer::Dropped | Offer::Disconnect => Err(Undelivered::Full),
+            Offer::Closed => Err(Undelivered::Closed),
         }
     }
 
@@ -339,7 +351,7 @@ impl Subscribers {
     pub fn undelivered(&mut self, id: ClientId, why: Undelivered, dead: &mut Vec<ClientId>) {
         if why == Undelivered::Full {
             let Some(client) = self.clients.get_mut(&id) else { return };
-            let capacity = client.tx.max_capacity();
+            let capacity = client.tx.capacity();
             if let Some(kill) = client.kill.take() {
                 let _ = kill.send(slow_reason(capacity));
             }
@@ -383,9 +395,9 @@ mod tests {
     #[test]
     fn an_item_keeps_its_frames_in_order() {
         let frames: Vec<Bytes> = (0..BATCH).map(|i| Bytes::from(format!("frame {i}"))).collect();
-        let item = Outbound::new();
+        let item = Frames::new();
         assert!(item.is_empty() && item.frames().is_empty() && item.into_frames().next().is_none());
-        let mut item = Outbound::default();
+        let mut item = Frames::default();
         for (i, f) in frames.iter().enumerate() {
             assert!(!item.is_full());
             item.push(f.clone());
@@ -393,7 +405,7 @@ mod tests {
         }
         assert!(item.is_full());
         assert_eq!(item.into_frames().collect::<Vec<_>>(), frames);
-        let one = Outbound::one(frames[3].clone());
+        let one = Frames::one(frames[3].clone());
         assert_eq!(one.frames(), &frames[3..4]);
         assert_eq!(format!("{one:?}"), r#"[b"frame 3"]"#);
     }

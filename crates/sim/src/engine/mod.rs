@@ -1,10 +1,12 @@
 //! The engine task: the one owner of the venue, fed by a bounded queue of commands.
 //!
 //! Owns: the `Market` (the exchange and its synthetic market; single-threaded, no locks on
-//! the matching path), the synthetic market timer, the one reading of the clock per command or tick, the session registry with each session's subscriptions and bounded outbound queue,
-//! fan-out of events as Deribit notifications, and book-change faults.
-//! Must not: block or await on a session: notifications go out with `try_send`; a full queue
-//! disconnects that session ("slow consumer") instead of buffering without limit.
+//! the matching path), the synthetic market timer, the one reading of the clock per command or
+//! tick, the session registry with each session's subscriptions and bounded outbound queue
+//! (`ticktrade_net::outbound`), fan-out of events as Deribit notifications, and book-change
+//! faults.
+//! Must not: block or await on a session: notifications are offered to the session's queue; a
+//! full queue disconnects that session ("slow consumer") instead of buffering without limit.
 //!
 //! # Layout
 //! - `methods`: the RPC methods answered here: trading, account reads, books and tickers.
@@ -44,13 +46,17 @@ pub use quotes::METHODS as QUOTE_METHODS;
 use ticktrade_deribit_proto::channel::Interval;
 pub use trigger_history::METHODS as TRIGGER_HISTORY_METHODS;
 
-/// A frame for a session's writer.
+/// A frame for a session's writer (an item of its `ticktrade_net::outbound` queue).
 #[derive(Clone, Debug)]
-pub enum Outbound {
+pub enum SessionFrame {
     Text(Arc<str>),
     /// Close with a WebSocket close code and a reason.
     Close(u16, String),
 }
+
+/// A session's outbound queue: bounded, `SlowPolicy::Disconnect` (a full queue ends the
+/// session with a reason), drained by the session's writer task.
+pub type SessionQueue = ticktrade_net::outbound::Outbound<SessionFrame>;
 
 /// A session's kill switch: the engine (or a fault, or the reader) sets a close code and
 /// reason once; the reader and the writer both watch it, so the socket closes with that
@@ -91,7 +97,7 @@ impl Kill {
 /// How the engine reaches a session.
 #[derive(Clone, Debug)]
 pub struct SessionTx {
-    pub tx: mpsc::Sender<Outbound>,
+    pub out: Arc<SessionQueue>,
     pub kill: Arc<Kill>,
 }
 

@@ -162,14 +162,15 @@ fn per_block(args: &Args, tmp: &std::path::Path, threads: usize) -> anyhow::Resu
         class.probe().context("--rt-priority")?;
         engine.realtime_blocks(class);
     }
-    let (tx, mut rx) = tokio::sync::mpsc::channel(1 << 20);
+    let rx = ticktrade_hl_node::server::publish::client_queue(1 << 20);
+    let tx = std::sync::Arc::clone(&rx);
     let (kill, _killed) = tokio::sync::oneshot::channel();
     engine.handle(EngineMsg::Connect { id: 1, tx, kill });
     for text in all_subscriptions(&generator) {
         let message = ClientMessage::parse(&text)?;
         engine.handle(EngineMsg::Request { id: 1, message, text });
     }
-    while rx.try_recv().is_ok() {}
+    rx.take_queued();
     let mut writer = GenWriter::new(tmp);
     let warmup = WARMUP;
     let mut blocks: Vec<GenBlock> = Vec::new();
@@ -179,7 +180,7 @@ fn per_block(args: &Args, tmp: &std::path::Path, threads: usize) -> anyhow::Resu
         writer.write_block(&block, [Stream::Statuses, Stream::Diffs, Stream::Fills])?;
         engine.poll_files();
         let mut frames = 0;
-        while let Ok(item) = rx.try_recv() {
+        for item in rx.take_queued() {
             frames += item.len() as u64;
         }
         if i >= warmup {

@@ -18,7 +18,7 @@ fn generated_engine(
     dir: &std::path::Path,
     read_limit: u64,
     threads: usize,
-) -> (Generator, Engine, mpsc::Receiver<Outbound>, oneshot::Receiver<String>) {
+) -> (Generator, Engine, std::sync::Arc<ClientQueue>, oneshot::Receiver<String>) {
     let generator = Generator::new(&GenConfig { n_coins: 12, orders_per_block: 300, ..GenConfig::default() });
     let (meta, spot) = generator.meta_json();
     let meta: Meta = serde_json::from_str(&meta).unwrap();
@@ -35,7 +35,10 @@ fn generated_engine(
         })
         .collect();
     let mut engine = Engine::new(EngineConfig { threads, ..EngineConfig::default() }, books, followers);
-    let (tx, rx) = mpsc::channel(1 << 20);
+    let (tx, rx) = {
+        let q = crate::server::publish::client_queue(1 << 20);
+        (std::sync::Arc::clone(&q), q)
+    };
     let (kill, killed) = oneshot::channel();
     engine.handle(EngineMsg::Connect { id: 1, tx, kill });
     (generator, engine, rx, killed)
@@ -63,7 +66,7 @@ fn skipped_views_equal_a_full_recompute(threads: usize) {
             }
         }
     }
-    while rx.try_recv().is_ok() {}
+    rx.take_queued();
     let mut writer = GenWriter::new(dir.path());
     let (mut bids, mut asks) = (Vec::new(), Vec::new());
     let mut n_checked = 0;
@@ -119,7 +122,7 @@ fn every_frame_is_built_from_its_coins_whole(threads: usize) {
     for coin in &names {
         subscribe(&mut engine, 1, serde_json::json!({"type": "l2Book", "coin": coin}));
     }
-    while rx.try_recv().is_ok() {}
+    rx.take_queued();
     let mut writer = GenWriter::new(dir.path());
     let (mut bids, mut asks, mut out, mut scratch) = (Vec::new(), Vec::new(), BytesMut::new(), Vec::new());
     let (mut n_frames, mut n_interleaved) = (0, 0);
@@ -167,7 +170,7 @@ fn every_frame_is_built_from_its_coins_whole(threads: usize) {
 #[test]
 fn one_poll_catches_up_in_bounded_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut generator, mut engine, mut rx, _killed) = generated_engine(dir.path(), 4096, 2);
+    let (mut generator, mut engine, rx, _killed) = generated_engine(dir.path(), 4096, 2);
     let mut writer = GenWriter::new(dir.path());
     let mut last = 0;
     for i in 0..30 {
@@ -181,14 +184,14 @@ fn one_poll_catches_up_in_bounded_reads() {
     let stats = stats.lock().unwrap();
     assert!(stats.reports.is_empty(), "{:?}", stats.reports);
     assert_eq!(stats.height, last);
-    while rx.try_recv().is_ok() {}
+    rx.take_queued();
 }
 
 /// Every frame queued for a client so far, in order (each item's frames in order; an item is
 /// never empty).
-fn queued(rx: &mut mpsc::Receiver<Outbound>) -> Vec<Bytes> {
+fn queued(rx: &mut std::sync::Arc<ClientQueue>) -> Vec<Bytes> {
     let mut frames = Vec::new();
-    while let Ok(item) = rx.try_recv() {
+    for item in rx.take_queued() {
         assert!(!item.is_empty(), "an item without frames");
         frames.extend(item.into_frames());
     }
@@ -223,7 +226,7 @@ fn subscribe_all(engine: &mut Engine, id: ClientId, names: &[String], n_levels: 
 /// block by coin in the order received.
 type ByBlock = Vec<BTreeMap<String, Vec<Bytes>>>;
 
-fn received_by_block(rx: &mut mpsc::Receiver<Outbound>) -> ByBlock {
+fn received_by_block(rx: &mut std::sync::Arc<ClientQueue>) -> ByBlock {
     let mut blocks: ByBlock = Vec::new();
     let mut last_time = 0;
     for frame in queued(rx) {
@@ -256,7 +259,10 @@ fn two_threads_send_the_same_frames_as_one() {
         let dir = tempfile::tempdir().unwrap();
         let (mut generator, mut engine, mut rx1, _killed1) =
             generated_engine(dir.path(), crate::follow::READ_LIMIT, threads);
-        let (tx2, mut rx2) = mpsc::channel(1 << 20);
+        let (tx2, mut rx2) = {
+            let q = crate::server::publish::client_queue(1 << 20);
+            (std::sync::Arc::clone(&q), q)
+        };
         let (kill2, _killed2) = oneshot::channel();
         engine.handle(EngineMsg::Connect { id: 2, tx: tx2, kill: kill2 });
         let names: Vec<String> = generator.coins().iter().map(|c| c.name.clone()).collect();
@@ -302,7 +308,10 @@ fn a_clients_frames_of_a_coin_are_one_item(threads: usize) {
     use crate::server::publish::BATCH;
     let dir = tempfile::tempdir().unwrap();
     let (mut generator, mut engine, rx1, _killed1) = generated_engine(dir.path(), crate::follow::READ_LIMIT, threads);
-    let (tx2, rx2) = mpsc::channel(1 << 20);
+    let (tx2, rx2) = {
+        let q = crate::server::publish::client_queue(1 << 20);
+        (std::sync::Arc::clone(&q), q)
+    };
     let (kill2, _killed2) = oneshot::channel();
     engine.handle(EngineMsg::Connect { id: 2, tx: tx2, kill: kill2 });
     let names: Vec<String> = generator.coins().iter().map(|c| c.name.clone()).collect();
@@ -368,7 +377,7 @@ fn a_clients_frames_of_a_coin_are_one_item(threads: usize) {
             // Received, per coin in the order received; and the items.
             let mut got: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
             let mut n_items = 0;
-            while let Ok(item) = rx.try_recv() {
+            for item in rx.take_queued() {
                 assert!(!item.is_empty() && item.len() <= BATCH);
                 let coins: HashSet<String> = item
                     .frames()
@@ -415,7 +424,7 @@ fn a_coin_going_stale_on_the_helper_thread() {
     for coin in &names {
         subscribe(&mut engine, 1, serde_json::json!({"type": "l2Book", "coin": coin}));
     }
-    while rx.try_recv().is_ok() {}
+    rx.take_queued();
     let mut writer = GenWriter::new(dir.path());
     let mut block = generator.next_block(Utc::from_millis(1_777_582_800_000));
     // A `new` diff with no status in the block: it cannot be applied.

@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use ticktrade_hl_proto::ws::Units;
 
-use super::super::super::publish::{CoinL2, Outbound};
+use super::super::super::publish::{CoinL2, Frames};
 use super::{BlockCtx, Lane, ViewSlot};
 
 impl Lane {
@@ -52,7 +52,7 @@ impl Lane {
 
     /// Queues every non-empty frame of `self.frames` (drained) to the subscribers of its view
     /// (`keys`: the coin's subscribed keys in order, with their clients): per client, its frames
-    /// of the coin in key order as one item (`Outbound`, a new one after every `BATCH`), each
+    /// of the coin in key order as one item (`Frames`, a new one after every `BATCH`), each
     /// frame shared by all the view's clients.
     pub(super) fn queue(&mut self, ctx: &BlockCtx<'_, '_>, keys: &CoinL2) {
         if ctx.timings && self.first_frame.is_none() && self.frames.iter().any(|f| !f.is_empty()) {
@@ -75,7 +75,7 @@ impl Lane {
         // order already with one client (the sort then only compares neighbours).
         batch.sort_unstable_by_key(|&(id, pos, _)| (id, pos));
         // An item goes when it is full or its client's last frame is in it.
-        let mut item = Outbound::new();
+        let mut item = Frames::new();
         let mut batch = batch.drain(..).peekable();
         while let Some((id, _, frame)) = batch.next() {
             item.push(frame);
