@@ -256,13 +256,6 @@ impl WsWriter {
         &self.buf[self.frame_start..]
     }
 
-    /// Loads one byte of each cache line the last frame used (the next frame is built in the
-    /// same place); returns a value for `std::hint::black_box`.
-    #[inline]
-    pub fn touch(&self) -> u8 {
-        self.buf.iter().step_by(64).fold(0, |x, &b| x ^ b)
-    }
-
     /// The last finished frame.
     #[inline]
     pub fn frame(&self) -> &[u8] {
