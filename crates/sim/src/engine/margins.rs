@@ -44,11 +44,11 @@ struct PairParams {
     order_type: Option<String>,
 }
 
-/// Calls `method` if it is one of [`METHODS`].
+/// Calls `method` if it is one of [`METHODS`] (private: the caller has the session's account).
 pub fn call(
     market: &mut Market,
     now: Utc,
-    account: Option<AccountId>,
+    account: AccountId,
     method: &str,
     raw: Option<&RawValue>,
     out: &mut Vec<Event>,
@@ -56,9 +56,6 @@ pub fn call(
     if !METHODS.contains(&method) {
         return None;
     }
-    let Some(account) = account else {
-        return Some(Err(RpcError::new(10000, "authorization_required")));
-    };
     Some(match method {
         "private/get_margins" => margins(market, now, raw),
         "private/get_order_margin_by_ids" => order_margins(market, ExAccount(account), raw),

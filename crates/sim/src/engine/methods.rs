@@ -176,6 +176,11 @@ fn check_owner(order: Option<&Order>, account: AccountId) -> Result<&Order, RpcE
     order.filter(|o| o.account == ExAccount(account)).ok_or_else(|| RpcError::new(10004, "order_not_found"))
 }
 
+/// The private method families kept in their own modules: the session's account is checked
+/// once, here, before any of them runs.
+const PRIVATE_FAMILIES: [&[&str]; 3] =
+    [super::quotes::METHODS, super::trigger_history::METHODS, super::margins::METHODS];
+
 /// Calls `method`. `account` is `Some` for private methods (checked by the caller).
 pub fn call(
     market: &mut Market,
@@ -477,11 +482,14 @@ pub fn call(
                 market.ex.user_trades(ExAccount(acc()?), filter).map(|t| market.render_user_trade(t)).collect();
             json(&trades)
         }
-        other => super::quotes::call(market, now, account, other, raw, out)
-            .or_else(|| super::trigger_history::call(market, account, other, raw))
-            .or_else(|| super::margins::call(market, now, account, other, raw, out))
-            .or_else(|| super::market_data::call(market, other, raw))
-            .unwrap_or_else(|| Err(RpcError::method_not_found())),
+        other if PRIVATE_FAMILIES.iter().any(|family| family.contains(&other)) => {
+            let account = acc()?;
+            super::quotes::call(market, now, account, other, raw, out)
+                .or_else(|| super::trigger_history::call(market, account, other, raw))
+                .or_else(|| super::margins::call(market, now, account, other, raw, out))
+                .unwrap_or_else(|| Err(RpcError::method_not_found()))
+        }
+        other => super::market_data::call(market, other, raw).unwrap_or_else(|| Err(RpcError::method_not_found())),
     }
 }
 

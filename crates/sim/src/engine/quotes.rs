@@ -66,11 +66,11 @@ fn render_config(market: &Market, key: &MmpKey, c: &MmpConfig) -> api::MmpConfig
     }
 }
 
-/// Calls `method` if it is one of [`METHODS`].
+/// Calls `method` if it is one of [`METHODS`] (private: the caller has the session's account).
 pub fn call(
     market: &mut Market,
     now: Utc,
-    account: Option<AccountId>,
+    account: AccountId,
     method: &str,
     raw: Option<&RawValue>,
     out: &mut Vec<Event>,
@@ -78,9 +78,6 @@ pub fn call(
     if !METHODS.contains(&method) {
         return None;
     }
-    let Some(account) = account else {
-        return Some(Err(RpcError::new(10000, "authorization_required")));
-    };
     Some(match method {
         "private/mass_quote" => mass_quote(market, now, account, raw, out),
         "private/cancel_quotes" => cancel_quotes(market, now, account, raw, out),

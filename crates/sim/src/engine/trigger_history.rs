@@ -37,19 +37,16 @@ struct HistoryParams {
     continuation: Option<String>,
 }
 
-/// Calls `method` if it is one of [`METHODS`].
+/// Calls `method` if it is one of [`METHODS`] (private: the caller has the session's account).
 pub fn call(
     market: &Market,
-    account: Option<AccountId>,
+    account: AccountId,
     method: &str,
     raw: Option<&RawValue>,
 ) -> Option<Result<String, RpcError>> {
     if !METHODS.contains(&method) {
         return None;
     }
-    let Some(account) = account else {
-        return Some(Err(RpcError::new(10000, "authorization_required")));
-    };
     Some(history(market, ExAccount(account), raw))
 }
 
