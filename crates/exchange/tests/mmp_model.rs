@@ -11,8 +11,8 @@
 use proptest::prelude::*;
 use ticktrade_core::{Decimal, InstrumentId, Side, Utc};
 use ticktrade_exchange::{
-    AccountId, CancelReason, Catalogue, CatalogueParams, Config, Event, Exchange, MassQuote, MmpConfig, OrderFilter,
-    OrderType, PlaceParams, Quote, QuoteSide, Reject, Reply, Request, Size, Tag, TimeInForce,
+    AccountId, CancelReason, Catalogue, CatalogueParams, Config, Event, Exchange, IndexId, MassQuote, MmpConfig,
+    OrderFilter, OrderType, PlaceParams, Quote, QuoteSide, Reject, Reply, Request, Size, Tag, TimeInForce,
 };
 
 const MAKER: AccountId = AccountId(1);
@@ -121,11 +121,16 @@ fn quote_request(perp: InstrumentId) -> MassQuote {
     }
 }
 
-fn run(s: &Scenario) -> Result<(), TestCaseError> {
+/// The built-in catalogue's exchange, BTC-PERPETUAL and the `btc_usd` index.
+fn market() -> (Exchange, InstrumentId, IndexId) {
     let cat = Catalogue::builtin(CatalogueParams::default()).unwrap();
     let perp = cat.lookup("BTC-PERPETUAL").unwrap();
     let index = cat.index("btc_usd").unwrap();
-    let mut ex = Exchange::new(cat, Config::default());
+    (Exchange::new(cat, Config::default()), perp, index)
+}
+
+fn run(s: &Scenario) -> Result<(), TestCaseError> {
+    let (mut ex, perp, index) = market();
     let mut out = Vec::new();
     ex.set_index(Utc::from_millis(T0_MS), index, Decimal::from_int(INDEX), &mut out);
     ex.set_margin_exempt(TAKER, true);
@@ -219,10 +224,7 @@ proptest! {
 /// refuses new MMP orders, while orders without `mmp` still trade.
 #[test]
 fn mmp_orders_use_the_default_group_and_are_refused_while_frozen() {
-    let cat = Catalogue::builtin(CatalogueParams::default()).unwrap();
-    let perp = cat.lookup("BTC-PERPETUAL").unwrap();
-    let index = cat.index("btc_usd").unwrap();
-    let mut ex = Exchange::new(cat, Config::default());
+    let (mut ex, perp, index) = market();
     let mut out = Vec::new();
     let now = Utc::from_millis(T0_MS);
     ex.set_index(now, index, Decimal::from_int(INDEX), &mut out);
@@ -262,10 +264,7 @@ fn mmp_orders_use_the_default_group_and_are_refused_while_frozen() {
 /// only, with `freeze_quotes` pausing new ones for one second.
 #[test]
 fn mass_quotes_replace_reject_per_side_and_cancel() {
-    let cat = Catalogue::builtin(CatalogueParams::default()).unwrap();
-    let perp = cat.lookup("BTC-PERPETUAL").unwrap();
-    let index = cat.index("btc_usd").unwrap();
-    let mut ex = Exchange::new(cat, Config::default());
+    let (mut ex, perp, index) = market();
     let mut out = Vec::new();
     let now = Utc::from_millis(T0_MS);
     ex.set_index(now, index, Decimal::from_int(INDEX), &mut out);

@@ -32,6 +32,18 @@ fn http(sim: &SimProcess, head: &str, body: &str) -> String {
     response
 }
 
+/// `public/auth` with client credentials over HTTP; the whole response.
+fn http_auth(sim: &SimProcess, client_id: &str, secret: &str) -> String {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"public/auth","params":{{"grant_type":"client_credentials","client_id":"{client_id}","client_secret":"{secret}"}}}}"#
+    );
+    let head = format!(
+        "POST /api/v2/public/auth HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}",
+        body.len()
+    );
+    http(sim, &head, &body)
+}
+
 /// Starts `ticktrade sim --listen 127.0.0.1:0`, reads the banner, and asks `public/get_time`
 /// over HTTP on the address it printed.
 #[test]
@@ -58,17 +70,8 @@ fn a_given_secret_is_never_printed() {
     let banner = sim.banner.join("\n");
     assert!(banner.contains("client_id=trader client_secret=********"), "{banner}");
 
-    let mut replies = Vec::new();
-    for secret in [SECRET.to_owned(), format!("{SECRET}-wrong")] {
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":1,"method":"public/auth","params":{{"grant_type":"client_credentials","client_id":"trader","client_secret":"{secret}"}}}}"#
-        );
-        let head = format!(
-            "POST /api/v2/public/auth HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}",
-            body.len()
-        );
-        replies.push(http(&sim, &head, &body));
-    }
+    let replies: Vec<String> =
+        [SECRET.to_owned(), format!("{SECRET}-wrong")].iter().map(|secret| http_auth(&sim, "trader", secret)).collect();
     assert!(replies[0].contains("access_token"), "{}", replies[0]);
     assert!(replies[1].contains("\"error\""), "{}", replies[1]);
     let printed = sim.stop();
@@ -84,14 +87,7 @@ fn trace_logs_never_hold_a_given_secret() {
     let key = format!("tracer:{SECRET}");
     let sim = SimProcess::start_with_env(&["--listen", "127.0.0.1:0", "--key", &key], &[("RUST_LOG", "trace")]);
     for secret in [SECRET.to_owned(), format!("{SECRET}-wrong")] {
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":1,"method":"public/auth","params":{{"grant_type":"client_credentials","client_id":"tracer","client_secret":"{secret}"}}}}"#
-        );
-        let head = format!(
-            "POST /api/v2/public/auth HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}",
-            body.len()
-        );
-        http(&sim, &head, &body);
+        http_auth(&sim, "tracer", &secret);
     }
     let basic = base64(format!("tracer:{SECRET}").as_bytes());
     let head = format!(
