@@ -95,26 +95,13 @@ impl<S: Strategy> Core<S> {
 
     /// An order object or an array of them (notifications, cancel results, queries).
     pub fn apply_orders(&mut self, json: &[u8], now: Mono) {
-        let Core { runner, instruments, books, outbox, stats, pending_journal, .. } = self;
-        let decoded =
-            ticktrade_deribit_proto::report::for_each_order(json, |order, _| match order_report(&order, instruments) {
-                Ok(report) if runner.orders().is_ours(&report.label) => runner.on_report(&report, books, now, outbox),
-                Ok(report) => {
-                    stats.foreign_reports += 1;
-                    if pending_journal.len() == pending_journal.capacity() {
-                        for entry in pending_journal.drain(..) {
-                            runner.strategy_mut().record(entry);
-                        }
-                    }
-                    pending_journal.push(Entry::NotOurs { at: now, label: report.label });
-                }
-                Err(_) => stats.dropped_reports += 1,
-            });
+        let decoded = ticktrade_deribit_proto::report::for_each_order(json, |order, _| self.apply_order(&order, now));
         if decoded.is_err() {
             self.malformed("order report");
         }
     }
 
+    /// One order report: ours reaches the strategy; another client's is counted and journaled.
     pub(super) fn apply_order(&mut self, order: &ticktrade_deribit_proto::report::OrderReport<'_>, now: Mono) {
         match order_report(order, &self.instruments) {
             Ok(report) if self.runner.orders().is_ours(&report.label) => {
