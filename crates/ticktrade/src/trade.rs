@@ -5,7 +5,7 @@
 //! Owns: the command line, choosing the venue, loading credentials (environment or a
 //! private config file; never the command line), and picking the front end (terminal,
 //! script, `--json`).
-//! Must not: hold shell or protocol logic (that is `ticktrade_gateway::shell` and
+//! Must not: hold shell or protocol logic (that is the library's `ticktrade::shell` and
 //! `ticktrade_gateway::deribit`), or print a secret.
 
 use std::io::IsTerminal;
