@@ -1,5 +1,6 @@
 use proptest::prelude::*;
 
+use super::fields::side;
 use super::*;
 
 fn dec(text: &str) -> Decimal {

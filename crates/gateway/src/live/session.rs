@@ -49,6 +49,8 @@ mod housekeeping;
 mod incoming;
 mod outgoing;
 
+use outgoing::{floor_write, write_wire};
+
 pub use config::{Exit, LiveConfig, LiveError, LiveReport, LiveStats, StopHandle};
 pub(super) use incoming::book_fill;
 
@@ -428,36 +430,6 @@ impl<S: Strategy> Session<S> {
         }
         Ok(())
     }
-}
-
-/// Writes the batched frames, if any, and empties the batch.
-fn write_wire(stream: &mut HotStream, wire: &mut Vec<u8>) -> std::io::Result<()> {
-    if wire.is_empty() {
-        return Ok(());
-    }
-    let written = std::io::Write::write_all(stream, wire);
-    wire.clear();
-    written
-}
-
-/// The floor probe: the last order's bytes written again at the same distance from the read
-/// as the order was (a write made at once often finds the peer's vCPU still awake and is
-/// cheaper), timing only the write.
-fn floor_write(floor: &mut Floor, conn: &mut Conn, clock: &TscClock) {
-    if floor.last.is_empty() {
-        return;
-    }
-    while clock.raw().0.saturating_sub(conn.t0.0) < floor.last_compute {
-        std::hint::spin_loop();
-    }
-    let start = clock.raw();
-    if std::io::Write::write_all(&mut conn.stream, &floor.last).is_err() {
-        return;
-    }
-    let end = clock.raw();
-    let mut stamps = Stamps::received(clock.to_mono(start), ticktrade_core::Utc(0));
-    stamps.set(Stage::Sent, clock.to_mono(end));
-    floor.ring.push(stamps);
 }
 
 impl<S: Strategy> Core<S> {

@@ -18,6 +18,9 @@
 //! Values the books do not use (`hash`, `builder`, `children`) are skipped by a strict, small
 //! validator that accepts a subset of JSON (strings without escapes, integers, literals, arrays
 //! and objects of those) and gives up on the rest.
+//!
+//! Why one file: the literal matches and the field-by-field walk must accept exactly the same
+//! bytes, and each give-up rule is easiest to check beside the match it guards.
 
 use std::borrow::Cow;
 

@@ -2,7 +2,8 @@
 //! credits (places and edits refused locally when spent, cancels deferred), encoded into the
 //! turn's write batch.
 //!
-//! Owns: the request encoding, the local pacing and the deferred cancels.
+//! Owns: the request encoding, the local pacing, the deferred cancels, the batch write and the
+//! floor probe's write.
 //! Must not: allocate or log on the path from a book frame to its write.
 
 use super::*;
@@ -171,4 +172,34 @@ impl<S: Strategy> Core<S> {
 pub(super) fn wire_tag(label: &Label) -> OrderTag<'_> {
     // Labels come from `LabelGen` (ASCII, at most 32 bytes), so this never falls back.
     WireLabel::new(label.as_bytes()).map_or(OrderTag::None, OrderTag::Text)
+}
+
+/// Writes the batched frames, if any, and empties the batch.
+pub(super) fn write_wire(stream: &mut HotStream, wire: &mut Vec<u8>) -> std::io::Result<()> {
+    if wire.is_empty() {
+        return Ok(());
+    }
+    let written = std::io::Write::write_all(stream, wire);
+    wire.clear();
+    written
+}
+
+/// The floor probe: the last order's bytes written again at the same distance from the read
+/// as the order was (a write made at once often finds the peer's vCPU still awake and is
+/// cheaper), timing only the write.
+pub(super) fn floor_write(floor: &mut Floor, conn: &mut Conn, clock: &TscClock) {
+    if floor.last.is_empty() {
+        return;
+    }
+    while clock.raw().0.saturating_sub(conn.t0.0) < floor.last_compute {
+        std::hint::spin_loop();
+    }
+    let start = clock.raw();
+    if std::io::Write::write_all(&mut conn.stream, &floor.last).is_err() {
+        return;
+    }
+    let end = clock.raw();
+    let mut stamps = Stamps::received(clock.to_mono(start), ticktrade_core::Utc(0));
+    stamps.set(Stage::Sent, clock.to_mono(end));
+    floor.ring.push(stamps);
 }
