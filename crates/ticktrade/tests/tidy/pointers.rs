@@ -140,7 +140,7 @@ fn headings(doc: &Path) -> BTreeSet<String> {
 }
 
 /// Tracked files that are sources, docs or scripts (recorded data is not prose).
-fn checked_files(root: &Path) -> Vec<String> {
+pub(super) fn checked_files(root: &Path) -> Vec<String> {
     let listed = Command::new("git").arg("-C").arg(root).args(["ls-files", "-z"]).output();
     let files: Vec<String> = match listed {
         Ok(out) if out.status.success() => {
