@@ -21,6 +21,8 @@ use std::time::Duration;
 
 use super::exchange::Pace;
 use anyhow::{Context as _, anyhow};
+use ticktrade_deribit_proto::api;
+use ticktrade_deribit_proto::envelope::{Id, ServerStamps, encode_error, encode_result};
 use ticktrade_gateway::hot::FLOOR_PROBE;
 use ticktrade_gateway::hot::feed::SyntheticFeed;
 use ticktrade_gateway::live::StopHandle;
@@ -260,7 +262,8 @@ impl Answers {
     /// The reply to one request, and what kind of request it was.
     pub(crate) fn answer(&mut self, text: &[u8]) -> anyhow::Result<(String, Got)> {
         let request: serde_json::Value = serde_json::from_slice(text)?;
-        let id = request["id"].clone();
+        let id = Id::Num(request["id"].as_i64().unwrap_or(0));
+        let stamps = ServerStamps { us_in: self.updated_ms * 1_000, us_out: self.updated_ms * 1_000, testnet: false };
         let method = request["method"].as_str().unwrap_or("");
         let params = &request["params"];
         let (result, got) = match method {
@@ -293,18 +296,22 @@ impl Answers {
                 self.orders.clear();
                 (serde_json::json!(n), Got::Other)
             }
-            "private/buy" | "private/sell" | "private/edit_by_label" => (self.acknowledge(method, params), Got::Order),
+            "private/buy" | "private/sell" | "private/edit_by_label" => {
+                let result = self.acknowledge(method, params)?;
+                return Ok((reply(|out| encode_result(out, id, &result, stamps)), Got::Order));
+            }
             _ => {
-                let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}});
-                return Ok((reply.to_string(), Got::Other));
+                let error = |out: &mut Vec<u8>| encode_error(out, Some(id), -32601, "Method not found", None, stamps);
+                return Ok((reply(error), Got::Other));
             }
         };
-        let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result});
-        Ok((reply.to_string(), got))
+        Ok((reply(|out| encode_result(out, id, &result.to_string(), stamps)), got))
     }
 
-    /// An order result: the order rests, as sent.
-    fn acknowledge(&mut self, method: &str, params: &serde_json::Value) -> serde_json::Value {
+    /// An order result: the order rests, as sent. Written as the simulator writes it (the
+    /// fields of `api::Order` in their order), so the session decodes it as it would a real
+    /// venue's, on the fixed-layout path.
+    fn acknowledge(&mut self, method: &str, params: &serde_json::Value) -> anyhow::Result<String> {
         let label = params["label"].as_str().unwrap_or("").to_owned();
         let (order_id, direction) = match method {
             "private/edit_by_label" => self.orders.get(&label).cloned().unwrap_or((0, "buy".to_owned())),
@@ -317,12 +324,55 @@ impl Answers {
             }
         };
         self.updated_ms += 1;
-        serde_json::json!({"order": {
-            "order_id": format!("BENCH-{order_id}"), "label": label, "instrument_name": params["instrument_name"],
-            "order_state": "open", "direction": direction, "price": params["price"], "amount": params["amount"],
-            "filled_amount": 0, "average_price": 0, "order_type": "limit", "time_in_force": "good_til_cancelled",
-            "post_only": params["post_only"].as_bool().unwrap_or(false), "reduce_only": false,
-            "creation_timestamp": self.updated_ms, "last_update_timestamp": self.updated_ms
-        }, "trades": []})
+        let num = |name: &str| -> anyhow::Result<api::Num> {
+            api::Num::parse(&params[name].to_string()).ok_or_else(|| anyhow!("order without a numeric {name}"))
+        };
+        let order = api::Order {
+            order_id: format!("BENCH-{order_id}"),
+            instrument_name: params["instrument_name"].as_str().unwrap_or("").to_owned(),
+            direction,
+            amount: num("amount")?,
+            price: num("price")?,
+            order_state: "open".into(),
+            order_type: "limit".into(),
+            time_in_force: "good_til_cancelled".into(),
+            post_only: params["post_only"].as_bool().unwrap_or(false),
+            label,
+            api: true,
+            creation_timestamp: self.updated_ms as i64,
+            last_update_timestamp: self.updated_ms as i64,
+            ..api::Order::default()
+        };
+        Ok(serde_json::to_string(&api::OrderWithTrades { order, trades: Vec::new() })?)
+    }
+}
+
+/// One reply frame's text.
+fn reply(encode: impl FnOnce(&mut Vec<u8>)) -> String {
+    let mut out = Vec::with_capacity(512);
+    encode(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use ticktrade_deribit_proto::frame::{Frame, scan_frame};
+    use ticktrade_deribit_proto::report::{DecodePath, decode_order_result};
+
+    use super::*;
+
+    /// The session must decode the venue's acknowledgements as it would the simulator's or
+    /// Deribit's: on the fixed-layout path, or the benchmark times a decode no venue causes.
+    #[test]
+    fn acknowledgements_take_the_sessions_fixed_layout_path() {
+        let mut answers = Answers::new();
+        let request = br#"{"jsonrpc":"2.0","id":9,"method":"private/buy","params":{"instrument_name":"BTC-PERPETUAL","amount":10,"price":64250.5,"label":"tt1-7","post_only":true}}"#;
+        let (reply, got) = answers.answer(request).unwrap();
+        assert!(matches!(got, Got::Order));
+        let Ok(Frame::Result { id: Some(9), result }) = scan_frame(reply.as_bytes()) else { panic!("{reply}") };
+        let (order, path) = decode_order_result(result, |_, _| panic!("no trades")).unwrap();
+        assert_eq!(path, DecodePath::Fixed, "{reply}");
+        assert_eq!((order.label, order.price.map(|p| p.to_string())), ("tt1-7", Some("64250.5".to_owned())));
+        assert!(order.post_only);
     }
 }
