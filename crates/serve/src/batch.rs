@@ -66,6 +66,13 @@ impl Hub {
     /// The snapshot a new subscriber of `ch` gets: an interval book channel's is the book as
     /// of its last flush, so its next frame continues the chain.
     pub(crate) fn snapshot_for(&mut self, ch: &str, instrument: &str) -> Vec<u8> {
+        // A grouped window is recomputed on its interval's flush: the batch must exist even
+        // when no plain interval channel of the instrument is subscribed.
+        if let Some(Channel::GroupedBook { interval, .. }) = Channel::parse(ch)
+            && interval != Interval::Raw
+        {
+            let _ = self.batch(instrument, interval);
+        }
         if let Some(Channel::Book { interval, .. }) = Channel::parse(ch)
             && interval != Interval::Raw
             && self.batch(instrument, interval).is_some()
