@@ -2,7 +2,9 @@
 
 `ticktrade hl gen` writes synthetic hl-node files in real time into a temporary data directory;
 `ticktrade hl` follows them and serves `/info` and `/ws`. The SDK asks `/info` for metadata at
-start-up, then takes an `l2_snapshot` and live `l2Book` and `trades` subscriptions.
+start-up, then takes an `l2_snapshot`, the markets with their asset contexts, mids, a generated
+user's open orders and their status, and live `l2Book`, `trades`, `allMids` and `userFills`
+subscriptions.
 """
 
 import threading
@@ -118,3 +120,63 @@ def test_start_up_with_perp_dexs(hl_server):
     client = Info(base_url=f"http://127.0.0.1:{hl_server.port}", skip_ws=True, perp_dexs=[""])
     assert client.perp_dexs()[0] is None
     assert client.name_to_coin["BTC"] == "BTC"
+
+
+def generated_user(n):
+    """The address `ticktrade hl gen` writes for its user number `n`."""
+    return "0x" + format(0xABC0000 + n, "040x")
+
+
+def test_all_mids(info):
+    mids = info.all_mids()
+    assert "BTC" in mids and "ETH" in mids
+    assert all(Decimal(mid) > 0 for mid in mids.values())
+
+
+def test_meta_and_asset_ctxs(info):
+    meta, ctxs = info.meta_and_asset_ctxs()
+    assert len(meta["universe"]) == len(ctxs)
+    btc = ctxs[[a["name"] for a in meta["universe"]].index("BTC")]
+    bid, ask = (Decimal(px) for px in btc["impactPxs"])
+    assert bid < Decimal(btc["midPx"]) < ask
+    spot_meta, spot_ctxs = info.spot_meta_and_asset_ctxs()
+    assert len(spot_meta["universe"]) == len(spot_ctxs)
+    assert spot_ctxs[0]["coin"] == "PURR/USDC"
+
+
+def test_a_users_open_orders_and_their_status(info):
+    user = generated_user(7)
+    orders = info.open_orders(user)
+    assert orders, "the generated user has resting orders"
+    frontend = info.frontend_open_orders(user)
+    # The two answers are read at different blocks: compare what both still list.
+    common = {o["oid"] for o in orders} & {o["oid"] for o in frontend}
+    assert common
+    for order in frontend:
+        assert order["isTrigger"] is False and Decimal(order["origSz"]) >= Decimal(order["sz"])
+        assert order["side"] in ("A", "B") and order["orderType"]
+    oid = next(iter(common))
+    status = info.query_order_by_oid(user, oid)
+    if status["status"] == "order":
+        assert status["order"]["order"]["oid"] == oid and status["order"]["status"] == "open"
+    else:
+        # Filled or canceled since: it left the book, and only resting orders are known.
+        assert status == {"status": "unknownOid"}
+        assert oid not in {o["oid"] for o in info.open_orders(user)}
+    assert info.query_order_by_oid(generated_user(8), oid) == {"status": "unknownOid"}
+
+
+def test_user_fills_subscription(info):
+    user = generated_user(7)
+    messages = collect(info, {"type": "userFills", "user": user}, want=3)
+    assert messages[0]["data"] == {"isSnapshot": True, "user": user, "fills": []}
+    fills = [f for m in messages[1:] for f in m["data"]["fills"]]
+    assert fills and all(m["data"]["user"] == user for m in messages)
+    for fill in fills:
+        assert fill["side"] in ("A", "B") and Decimal(fill["px"]) > 0 and isinstance(fill["tid"], int)
+
+
+def test_all_mids_subscription(info):
+    messages = collect(info, {"type": "allMids"}, want=2)
+    for message in messages:
+        assert "BTC" in message["data"]["mids"]

@@ -18,7 +18,7 @@ use ticktrade_hl_proto::node::{BookDiff, OrderStatus};
 use ticktrade_hl_proto::snapshot::Snapshot;
 use ticktrade_hl_proto::ws::{L4Order, write_hl_decimal};
 
-pub use apply::{MetaText, OrderMeta};
+pub use apply::{MetaText, OrderMeta, UserKey};
 
 use crate::coins::{CoinId, CoinSpec, CoinTable};
 
@@ -306,7 +306,8 @@ impl Books {
                     if sz.is_zero() {
                         continue;
                     }
-                    book.add(order.oid, side, px, sz, OrderMeta::from_node(entry.0, order))
+                    let orig_sz = order.orig_sz.and_then(|text| spec.parse_sz(text)).unwrap_or(sz);
+                    book.add(order.oid, side, px, sz, OrderMeta::from_node(entry.0, order, orig_sz.raw()))
                         .map_err(|source| ApplyError::Book { coin: spec.name.clone(), source })?;
                 }
             }
@@ -537,6 +538,8 @@ pub struct OwnedL4Order {
     pub px: String,
     pub sz: String,
     pub oid: u64,
+    /// `origSz`, formatted.
+    pub orig_sz: String,
     pub meta: MetaText,
 }
 
@@ -546,13 +549,35 @@ impl OwnedL4Order {
         write_hl_decimal(order.price.raw(), units.px, &mut px);
         let mut sz = Vec::new();
         write_hl_decimal(order.qty.raw(), units.sz, &mut sz);
+        let mut orig_sz = Vec::new();
+        write_hl_decimal(order.payload.orig_sz(), units.sz, &mut orig_sz);
         OwnedL4Order {
             coin: coin.to_owned(),
             side: order.side,
             px: String::from_utf8(px).unwrap_or_default(),
             sz: String::from_utf8(sz).unwrap_or_default(),
             oid: order.id,
+            orig_sz: String::from_utf8(orig_sz).unwrap_or_default(),
             meta: order.payload.text(),
+        }
+    }
+
+    /// The order as `openOrders`/`frontendOpenOrders`/`orderStatus` print it.
+    pub fn as_resting(&self) -> ticktrade_hl_proto::orders::RestingOrder<'_> {
+        ticktrade_hl_proto::orders::RestingOrder {
+            coin: &self.coin,
+            side: if self.side == Side::Buy { "B" } else { "A" },
+            limit_px: &self.px,
+            sz: &self.sz,
+            orig_sz: &self.orig_sz,
+            oid: self.oid,
+            timestamp: self.meta.timestamp,
+            trigger_condition: &self.meta.trigger_condition,
+            is_position_tpsl: self.meta.is_position_tpsl,
+            reduce_only: self.meta.reduce_only,
+            order_type: &self.meta.order_type,
+            tif: self.meta.tif.as_deref(),
+            cloid: self.meta.cloid.as_deref(),
         }
     }
 
@@ -583,6 +608,7 @@ pub fn levels_of(book: &L4Book<OrderMeta>, side: Side) -> Vec<(Price, Qty, u32)>
 }
 
 mod apply;
+mod user;
 
 #[cfg(test)]
 mod tests;

@@ -22,13 +22,24 @@ pub fn impact_notional(coin: &str) -> i64 {
 
 /// The mid of a book with both sides, as exact decimal text.
 pub fn mid_text(book: &CoinBook, units: Units) -> Option<String> {
+    let mut out = String::new();
+    write_mid(book, units, &mut out).then_some(out)
+}
+
+/// Appends the mid of a book with both sides to `out` (exact decimal text); false, and
+/// nothing written, when a side is empty or the book is stale.
+pub fn write_mid(book: &CoinBook, units: Units, out: &mut String) -> bool {
+    mid_decimal(book, units).is_some_and(|mid| std::fmt::Write::write_fmt(out, format_args!("{mid}")).is_ok())
+}
+
+fn mid_decimal(book: &CoinBook, units: Units) -> Option<Decimal> {
     if book.stale {
         return None;
     }
     let (bid, ask) = (book.book.best_price(Side::Buy)?, book.book.best_price(Side::Sell)?);
     let twice = i128::from(bid.raw()) + i128::from(ask.raw());
     let mantissa = i64::try_from(twice * 5 * i128::from(units.px.mantissa())).ok()?;
-    Decimal::new(mantissa, units.px.scale().checked_add(1)?).ok().map(|d| d.to_string())
+    Decimal::new(mantissa, units.px.scale().checked_add(1)?).ok()
 }
 
 /// The average price, in price units, of trading `notional` USDC against `levels` (price and

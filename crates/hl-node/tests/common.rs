@@ -3,6 +3,9 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::path::Path;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use ticktrade_core::{Side, Utc};
 use ticktrade_hl_node::books::{Books, levels_of};
@@ -12,6 +15,7 @@ use ticktrade_hl_node::server::engine::{Engine, EngineConfig};
 use ticktrade_hl_node::server::{MetaDocs, Running, ServeConfig, start};
 use ticktrade_hl_node::synth::writer::GenWriter;
 use ticktrade_hl_node::synth::{GenConfig, Generator};
+use ticktrade_hl_proto::asset_ctx::BaseCtxs;
 use ticktrade_hl_proto::info::{Meta, SpotMeta, coins_from_meta};
 use ticktrade_hl_proto::snapshot::Snapshot;
 
@@ -51,18 +55,23 @@ pub fn engine(dir: &Path, generator: &Generator) -> Engine {
 }
 
 /// A generated market (`n_coins`, `orders_per_block`) bootstrapped into `dir`, its writer, and
-/// the server following `dir` on a free loopback port with the generator's metadata and the
-/// default configuration, as `ticktrade hl` runs it.
+/// the server following `dir` on a free loopback port with the generator's metadata and asset
+/// contexts and the default configuration, as `ticktrade hl` runs it.
 pub async fn served(dir: &Path, n_coins: usize, orders_per_block: usize) -> (Generator, GenWriter, Running) {
     let generator = generator(n_coins, orders_per_block);
     let writer = GenWriter::new(dir);
     writer.write_bootstrap(&generator).unwrap();
     let engine = engine(dir, &generator);
     let (meta, spot_meta) = generator.meta_json();
+    let (perp, spot) = generator.asset_ctxs_json();
+    let docs = MetaDocs {
+        meta,
+        spot_meta,
+        perp_ctxs: BaseCtxs::from_perp_doc(&perp).unwrap(),
+        spot_ctxs: BaseCtxs::from_spot_doc(&spot).unwrap(),
+    };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server =
-        start(listener, engine, dir, MetaDocs { meta, spot_meta, ..MetaDocs::default() }, ServeConfig::default())
-            .unwrap();
+    let server = start(listener, engine, dir, docs, ServeConfig::default()).unwrap();
     (generator, writer, server)
 }
 
@@ -103,4 +112,19 @@ pub fn assert_books_equal(generator: &Generator, books: &Books, skip: &[&str]) -
         n += 1;
     }
     n
+}
+
+/// `POST /info` with `body` on a fresh connection: the status and the body.
+pub async fn http_post(addr: std::net::SocketAddr, body: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "POST /info HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_string(&mut response)).await.unwrap().unwrap();
+    let status: u16 = response[9..12].parse().unwrap();
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
 }

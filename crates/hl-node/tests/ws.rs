@@ -77,20 +77,6 @@ fn naive_levels(
     out.into_iter().take(n).map(|(px, sz, count)| json!({"px": text(px), "sz": text(sz), "n": count})).collect()
 }
 
-async fn http_post(addr: std::net::SocketAddr, body: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let request = format!(
-        "POST /info HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    tokio::time::timeout(Duration::from_secs(20), stream.read_to_string(&mut response)).await.unwrap().unwrap();
-    let status: u16 = response[9..12].parse().unwrap();
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hyperliquid_client_gets_l2_at_every_variant_trades_and_l4() {
     let tmp = tempfile::tempdir().unwrap();

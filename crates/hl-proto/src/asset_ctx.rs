@@ -1,5 +1,5 @@
-//! Asset contexts: the second half of `metaAndAssetCtxs` / `spotMetaAndAssetCtxs`, and the
-//! `exchangeStatus` answer.
+//! Asset contexts: the second half of `metaAndAssetCtxs` / `spotMetaAndAssetCtxs`, the
+//! `activeAssetCtx` / `activeSpotAssetCtx` frames, and the `exchangeStatus` answer.
 //!
 //! A perp's context, as Hyperliquid documents it, is `{funding, openInterest, prevDayPx,
 //! dayNtlVlm, premium, oraclePx, markPx, midPx, impactPxs, dayBaseVlm}`; a spot pair's is
@@ -141,6 +141,13 @@ pub fn with_ctxs(meta_json: &str, ctxs: Vec<Value>) -> Result<String, serde_json
     Ok(Value::Array(vec![meta, Value::Array(ctxs)]).to_string())
 }
 
+/// An `activeAssetCtx` frame (a perp's context) or `activeSpotAssetCtx` frame (a spot pair's),
+/// `{"coin","ctx"}`.
+pub fn active_asset_ctx_frame(coin: &str, spot: bool, ctx: &Value) -> String {
+    let channel = if spot { "activeSpotAssetCtx" } else { "activeAssetCtx" };
+    serde_json::json!({"channel": channel, "data": {"coin": coin, "ctx": ctx}}).to_string()
+}
+
 /// `exchangeStatus`: the server's time and no special status.
 pub fn exchange_status_json(now_ms: u64) -> String {
     serde_json::json!({"time": now_ms, "specialStatuses": null}).to_string()
@@ -192,6 +199,17 @@ mod tests {
         assert!(matches!(BaseCtxs::from_perp_doc(r#"[{"universe":[{"name":"A"}]},[]]"#), Err(CtxDocError::Shape)));
         assert!(matches!(BaseCtxs::from_perp_doc("[1,"), Err(CtxDocError::Json(_))));
         assert!(matches!(BaseCtxs::from_spot_doc(r#"[{"universe":[1]},[{"markPx":"1"}]]"#), Err(CtxDocError::Shape)));
+    }
+
+    #[test]
+    fn active_asset_ctx_frames() {
+        let ctx = perp_ctx(None, &BookCtx { mid: Some("1.5".into()), impact: None });
+        let frame: Value = serde_json::from_str(&active_asset_ctx_frame("BTC", false, &ctx)).unwrap();
+        assert_eq!(frame["channel"], "activeAssetCtx");
+        assert_eq!(frame["data"]["coin"], "BTC");
+        assert_eq!(frame["data"]["ctx"]["midPx"], "1.5");
+        let frame: Value = serde_json::from_str(&active_asset_ctx_frame("@1", true, &ctx)).unwrap();
+        assert_eq!(frame["channel"], "activeSpotAssetCtx");
     }
 
     #[test]

@@ -38,6 +38,22 @@ pub enum InfoRequest {
         #[serde(default)]
         mantissa: Option<u32>,
     },
+    /// A user's resting orders (`crate::orders`).
+    OpenOrders {
+        user: String,
+        #[serde(default)]
+        dex: Option<String>,
+    },
+    FrontendOpenOrders {
+        user: String,
+        #[serde(default)]
+        dex: Option<String>,
+    },
+    /// One order of a user, by oid or cloid.
+    OrderStatus {
+        user: String,
+        oid: crate::orders::OrderRef,
+    },
 }
 
 /// The body Hyperliquid's info server answers (with HTTP 422) for a body it cannot decode.

@@ -11,14 +11,17 @@
 //! - `time`: node timestamps (`2026-04-30T20:46:43.304461819`) → `Utc`.
 //! - `node`: the three by-block streams (`Batch`, `OrderStatus`, `BookDiff`, `NodeFill`).
 //! - `snapshot`: the `fileSnapshot`/`l4Snapshots` file.
-//! - `ws`: client requests, subscriptions and their validation, server envelopes and errors.
+//! - `ws`: client requests, subscriptions and their validation, server envelopes and errors;
+//!   `ws::feeds`: the `allMids`, `bbo`, `orderUpdates` and `userFills` frames.
 //! - `info`: `POST /info` requests and the `meta`/`spotMeta` documents.
+//! - `orders`: a user's resting orders as `openOrders`/`frontendOpenOrders`/`orderStatus`.
 //! - `asset_ctx`: the asset contexts of `metaAndAssetCtxs`/`spotMetaAndAssetCtxs`, and
 //!   `exchangeStatus`.
 
 pub mod asset_ctx;
 pub mod info;
 pub mod node;
+pub mod orders;
 pub mod snapshot;
 pub mod time;
 pub mod ws;

@@ -10,6 +10,7 @@ use ticktrade_core::{Decimal, write_units};
 
 use crate::node::{BookDiff, NodeOrder, OrderStatus, WsTrade};
 
+pub mod feeds;
 mod l2frame;
 pub use l2frame::L2View;
 
@@ -62,21 +63,57 @@ pub enum Subscription {
     L4Book {
         coin: String,
     },
+    /// Every coin's mid (`dex` is accepted; one dex is served).
+    AllMids {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dex: Option<String>,
+    },
+    /// Best bid and ask, sent on a block that changed them.
+    Bbo {
+        coin: String,
+    },
+    /// One candle interval of a coin, built from the trades.
+    Candle {
+        coin: String,
+        interval: String,
+    },
+    /// A coin's asset context (`activeAssetCtx` or `activeSpotAssetCtx` frames).
+    ActiveAssetCtx {
+        coin: String,
+    },
+    /// One user's order status changes.
+    OrderUpdates {
+        user: String,
+    },
+    /// One user's fills.
+    UserFills {
+        user: String,
+        #[serde(rename = "aggregateByTime", default, skip_serializing_if = "Option::is_none")]
+        aggregate_by_time: Option<bool>,
+    },
 }
 
 impl Subscription {
-    pub fn coin(&self) -> &str {
+    /// The coin of a per-coin subscription.
+    pub fn coin(&self) -> Option<&str> {
         match self {
-            Subscription::L2Book { coin, .. } | Subscription::Trades { coin } | Subscription::L4Book { coin } => coin,
+            Subscription::L2Book { coin, .. }
+            | Subscription::Trades { coin }
+            | Subscription::L4Book { coin }
+            | Subscription::Bbo { coin }
+            | Subscription::Candle { coin, .. }
+            | Subscription::ActiveAssetCtx { coin } => Some(coin),
+            Subscription::AllMids { .. } | Subscription::OrderUpdates { .. } | Subscription::UserFills { .. } => None,
         }
     }
 
-    /// The same subscription with `mantissa: 1` written as null (they are one subscription).
+    /// The same subscription with `mantissa: 1` written as null (they are one subscription)
+    /// and a user address in lower case (as Hyperliquid spells addresses).
     pub fn normalised(mut self) -> Subscription {
-        if let Subscription::L2Book { mantissa, .. } = &mut self
-            && *mantissa == Some(1)
-        {
-            *mantissa = None;
+        match &mut self {
+            Subscription::L2Book { mantissa, .. } if *mantissa == Some(1) => *mantissa = None,
+            Subscription::OrderUpdates { user } | Subscription::UserFills { user, .. } => user.make_ascii_lowercase(),
+            _ => {}
         }
         self
     }
@@ -289,7 +326,7 @@ fn hl_decimal_pieces(units: i64, scale: u8, mut put: impl FnMut(&[u8])) {
     put(&frac[..frac_end]);
 }
 
-fn write_json_str(out: &mut Vec<u8>, text: &str) {
+pub(crate) fn write_json_str(out: &mut Vec<u8>, text: &str) {
     let _ = serde_json::to_writer(&mut *out, text);
 }
 

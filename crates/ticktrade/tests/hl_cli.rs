@@ -46,9 +46,15 @@ impl Drop for Server {
 /// `ticktrade hl` on `dir`, bound to a free loopback port: the process, its `ws://` URL and
 /// the first line it printed.
 fn start_server(dir: &std::path::Path) -> (Server, String, String) {
+    start_server_with(dir, &[])
+}
+
+/// `ticktrade hl --data-dir DIR --listen 127.0.0.1:0 EXTRA…` (see `start_server`).
+fn start_server_with(dir: &std::path::Path, extra: &[&str]) -> (Server, String, String) {
     let mut child = Command::new(BIN)
         .args(["hl", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir)
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -63,6 +69,11 @@ fn start_server(dir: &std::path::Path) -> (Server, String, String) {
         .unwrap_or_else(|| panic!("no url in {line:?}"))
         .to_owned();
     (server, url, line)
+}
+
+/// The `host:port` of a server's `ws://…/ws` URL.
+fn addr_of(url: &str) -> String {
+    url.trim_start_matches("ws://").trim_end_matches("/ws").to_owned()
 }
 
 /// A client of the server process (30 s a frame: the process may still be starting).
@@ -273,4 +284,222 @@ fn check_asset_ctxs(addr: &str) {
     let status = post_info(addr, &json!({"type": "exchangeStatus"}));
     assert!(status["time"].as_u64().unwrap() > 1_600_000_000_000, "{status}");
     assert!(status["specialStatuses"].is_null(), "{status}");
+}
+
+/// `--coins` keeps only the listed coins; `--snapshot`, `--meta` and `--spot-meta` name the
+/// bootstrap files; `--queue`, `--poll-ms` and `--threads` tune the engine, which serves on.
+#[tokio::test]
+async fn coins_and_explicit_bootstrap_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    generate(tmp.path(), 1);
+    let elsewhere = tempfile::tempdir().unwrap();
+    for file in ["snapshot.json", "meta.json", "spotMeta.json"] {
+        std::fs::rename(tmp.path().join(file), elsewhere.path().join(file)).unwrap();
+    }
+    let path = |f: &str| elsewhere.path().join(f).to_str().unwrap().to_owned();
+    let (snapshot, meta, spot_meta) = (path("snapshot.json"), path("meta.json"), path("spotMeta.json"));
+    let (_server, url, line) = start_server_with(
+        tmp.path(),
+        &[
+            "--coins",
+            "BTC,ETH",
+            "--snapshot",
+            &snapshot,
+            "--meta",
+            &meta,
+            "--spot-meta",
+            &spot_meta,
+            "--queue",
+            "64",
+            "--poll-ms",
+            "20",
+            "--threads",
+            "1",
+        ],
+    );
+    assert!(line.contains("snapshot at block 1000000, 10 coins"), "{line}");
+    let addr = addr_of(&url);
+    let mut mids: Vec<String> =
+        post_info(&addr, &json!({"type": "allMids"})).as_object().unwrap().keys().cloned().collect();
+    mids.sort();
+    assert_eq!(mids, ["BTC", "ETH"]);
+    let mut ws = client(&url).await;
+    let other = post_info(&addr, &json!({"type": "meta"}))["universe"][2]["name"].as_str().unwrap().to_owned();
+    ws.send_json(&json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": other}})).await;
+    assert!(ws.next_json().await["data"].as_str().unwrap().starts_with("Invalid subscription"));
+    let start = subscribe_l4_btc(&mut ws).await;
+    generate(tmp.path(), 3);
+    let mut heights = Vec::new();
+    while heights.last() != Some(&1_000_003) {
+        let msg = ws.next_json().await;
+        assert_eq!(msg["channel"], "l4Book", "{msg}");
+        heights.push(msg["data"]["Updates"]["height"].as_u64().unwrap());
+    }
+    assert!(heights[0] > start, "{start} {heights:?}");
+}
+
+/// `--raw` relays each node line to every client as it is read, and keeps no books.
+#[tokio::test]
+async fn raw_relays_the_node_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    generate(tmp.path(), 1);
+    let (_server, url, _) = start_server_with(tmp.path(), &["--raw"]);
+    let mut ws = client(&url).await;
+    ws.send_json(&json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC"}})).await;
+    assert!(ws.next_json().await["data"].as_str().unwrap().starts_with("Invalid subscription"));
+    // The same seed appends blocks 1 to 3 again: every line read is relayed, as read.
+    generate(tmp.path(), 3);
+    let mut last_block = std::collections::BTreeSet::new();
+    while last_block.len() < 3 {
+        let msg = ws.next_json().await;
+        assert_eq!(msg["channel"], "raw", "{msg}");
+        let block = msg["data"]["block"]["block_number"].as_u64().unwrap();
+        assert!((1_000_001..=1_000_003).contains(&block), "{msg}");
+        assert!(msg["data"]["block"]["events"].is_array(), "{msg}");
+        if block == 1_000_003 {
+            last_block.insert(msg["data"]["stream"].as_str().unwrap().to_owned());
+        }
+    }
+    assert!(last_block.iter().all(|s| s.starts_with("node_") && s.ends_with("_by_block")), "{last_block:?}");
+}
+
+/// A stand-in for hl-node's info server (`--serve-info`): it answers `fileSnapshot` the way the
+/// node does (it writes the snapshot to the request's `outPath` and replies 200), and `meta`,
+/// `spotMeta` and the asset contexts from the files `hl gen` wrote. It records each request.
+fn stand_in_info_server(dir: std::path::PathBuf) -> (String, std::sync::mpsc::Receiver<Value>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/info", listener.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            let body = loop {
+                let n = stream.read(&mut chunk).unwrap();
+                buf.extend_from_slice(&chunk[..n]);
+                let text = String::from_utf8_lossy(&buf).to_string();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap())
+                        })
+                        .unwrap_or(0);
+                    if body.len() >= len {
+                        break body[..len].to_owned();
+                    }
+                }
+                assert!(n > 0, "request cut short");
+            };
+            let request: Value = serde_json::from_str(&body).unwrap();
+            let answer = match request["type"].as_str().unwrap() {
+                "fileSnapshot" => {
+                    let out = request["outPath"].as_str().unwrap();
+                    std::fs::copy(dir.join("snapshot.json"), out).unwrap();
+                    "{}".to_owned()
+                }
+                "meta" => std::fs::read_to_string(dir.join("meta.json")).unwrap(),
+                "spotMeta" => std::fs::read_to_string(dir.join("spotMeta.json")).unwrap(),
+                "metaAndAssetCtxs" => std::fs::read_to_string(dir.join("metaAndAssetCtxs.json")).unwrap(),
+                "spotMetaAndAssetCtxs" => std::fs::read_to_string(dir.join("spotMetaAndAssetCtxs.json")).unwrap(),
+                other => panic!("unexpected request {other}"),
+            };
+            let _ = tx.send(request);
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            )
+            .unwrap();
+        }
+    });
+    (url, rx)
+}
+
+/// `--info-url` bootstraps from the node's info server: one `fileSnapshot` request written to
+/// `--snapshot-out`, the metadata, and the asset contexts' base fields.
+#[tokio::test]
+async fn info_url_bootstraps_from_the_node() {
+    let tmp = tempfile::tempdir().unwrap();
+    generate(tmp.path(), 1);
+    let node = tempfile::tempdir().unwrap();
+    for file in ["snapshot.json", "meta.json", "spotMeta.json", "metaAndAssetCtxs.json", "spotMetaAndAssetCtxs.json"] {
+        std::fs::rename(tmp.path().join(file), node.path().join(file)).unwrap();
+    }
+    let (info_url, requests) = stand_in_info_server(node.path().to_owned());
+    let out = tmp.path().join("out.json");
+    let (_server, url, line) =
+        start_server_with(tmp.path(), &["--info-url", &info_url, "--snapshot-out", out.to_str().unwrap()]);
+    assert!(line.contains("snapshot at block 1000000, 10 coins"), "{line}");
+    let asked: Vec<Value> = requests.try_iter().collect();
+    let kinds: Vec<&str> = asked.iter().map(|r| r["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["meta", "spotMeta", "fileSnapshot", "metaAndAssetCtxs", "spotMetaAndAssetCtxs"]);
+    let snapshot_request = &asked[2];
+    assert_eq!(
+        snapshot_request["request"],
+        json!({"type": "l4Snapshots", "includeUsers": true, "includeTriggerOrders": false})
+    );
+    assert_eq!(
+        (&snapshot_request["outPath"], &snapshot_request["includeHeightInOutput"]),
+        (&json!(out.to_str().unwrap()), &json!(true))
+    );
+    // The base fields are the node's.
+    let node_ctxs: Value =
+        serde_json::from_str(&std::fs::read_to_string(node.path().join("metaAndAssetCtxs.json")).unwrap()).unwrap();
+    let served = post_info(&addr_of(&url), &json!({"type": "metaAndAssetCtxs"}));
+    assert_eq!(served[1][0]["funding"], node_ctxs[1][0]["funding"]);
+    assert_eq!(served[1][0]["openInterest"], node_ctxs[1][0]["openInterest"]);
+    let mut ws = client(&url).await;
+    assert_eq!(subscribe_l4_btc(&mut ws).await, 1_000_001);
+}
+
+/// `--rt-priority` either runs the blocks under SCHED_FIFO (the server serves) or, where the
+/// kernel refuses, stops at start with the reason.
+#[tokio::test]
+async fn rt_priority_serves_or_says_why_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    generate(tmp.path(), 1);
+    let out = Command::new(BIN)
+        .args(["hl", "--listen", "127.0.0.1:0", "--rt-priority", "1", "--data-dir"])
+        .arg(tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = Server(out);
+    let mut line = String::new();
+    BufReader::new(out.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    if line.is_empty() {
+        let status = out.0.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut out.0.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert!(!status.success() && stderr.to_lowercase().contains("fifo"), "{stderr}");
+    } else {
+        let url = line.split_whitespace().find(|w| w.starts_with("ws://")).unwrap().to_owned();
+        let mut ws = client(&url).await;
+        assert_eq!(subscribe_l4_btc(&mut ws).await, 1_000_001);
+    }
+}
+
+/// Every flag `ticktrade hl --help` lists is passed by a test in this file, so a new flag
+/// cannot ship untested.
+#[test]
+fn every_hl_flag_is_used_by_a_test() {
+    let help = Command::new(BIN).args(["hl", "--help"]).output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    let flags: Vec<String> = help
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('-'))
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
+        .map(|w| w.trim_end_matches(',').to_owned())
+        .filter(|f| f != "--help" && f != "--version")
+        .collect();
+    assert!(flags.len() >= 10, "flags parsed from --help: {flags:?}\n{help}");
+    let tests = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/hl_cli.rs")).unwrap();
+    // This test's own source names no flag literally, so it cannot claim one.
+    let untested: Vec<&String> = flags.iter().filter(|f| !tests.contains(&format!("\"{f}\""))).collect();
+    assert!(untested.is_empty(), "flags of `ticktrade hl --help` no test passes: {untested:?}");
 }

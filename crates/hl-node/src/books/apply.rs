@@ -22,11 +22,14 @@ use crate::coins::CoinSpec;
 /// (`0x` + 32) as their raw bytes, `triggerCondition`/`orderType`/`tif` as indices of the
 /// words they almost always are. Any other text (another length, upper case, a rare word) is
 /// kept exactly in `rare`, so [`OrderMeta::text`] gives back what came in, byte for byte.
-/// Small (56 bytes) and free of pointers in the usual case: a book's orders stay compact and
+/// It also keeps the order's original size (`origSz`, in the coin's size units), which
+/// `frontendOpenOrders` and `orderStatus` print.
+/// Small (64 bytes) and free of pointers in the usual case: a book's orders stay compact and
 /// removing one frees nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OrderMeta {
     timestamp: u64,
+    orig_sz: i64,
     user: [u8; 20],
     cloid: [u8; 16],
     /// `trigger_condition`, `order_type`, `tif`: an index of [`COMMON_WORDS`], [`NO_WORD`]
@@ -191,9 +194,11 @@ fn hex_text(bytes: &[u8]) -> Box<str> {
 }
 
 impl OrderMeta {
-    pub(super) fn from_node(user: &str, order: &NodeOrder<'_>) -> OrderMeta {
+    /// `orig_sz`: the original size in the coin's size units.
+    pub(super) fn from_node(user: &str, order: &NodeOrder<'_>, orig_sz: i64) -> OrderMeta {
         let mut meta = OrderMeta {
             timestamp: order.timestamp,
+            orig_sz,
             user: [0; 20],
             cloid: [0; 16],
             words: [0; 3],
@@ -256,6 +261,32 @@ impl OrderMeta {
         self.timestamp
     }
 
+    /// The original size, in the coin's size units.
+    pub fn orig_sz(&self) -> i64 {
+        self.orig_sz
+    }
+
+    /// Whether the order is `user`'s (an address as the node writes it, or any other text
+    /// compared exactly).
+    pub fn is_user(&self, user: &UserKey) -> bool {
+        match (&user.bytes, self.flags & RARE_USER != 0) {
+            (Some(bytes), false) => *bytes == self.user,
+            (None, true) => self.rare.as_ref().and_then(|r| r.user.as_deref()) == Some(user.text.as_str()),
+            _ => false,
+        }
+    }
+
+    /// Whether the order carries the client order id `cloid`.
+    pub fn has_cloid(&self, cloid: &str) -> bool {
+        if self.flags & HAS_CLOID == 0 {
+            return false;
+        }
+        if self.flags & RARE_CLOID != 0 {
+            return self.rare.as_ref().and_then(|r| r.cloid.as_deref()) == Some(cloid);
+        }
+        hex_bytes::<16>(cloid).is_some_and(|bytes| bytes == self.cloid)
+    }
+
     fn word(&self, i: usize) -> Option<Cow<'static, str>> {
         match self.words[i] {
             NO_WORD => None,
@@ -291,6 +322,22 @@ impl OrderMeta {
     }
 }
 
+/// A user address to look orders up by, parsed once ([`OrderMeta::is_user`]).
+#[derive(Clone, Debug)]
+pub struct UserKey {
+    text: String,
+    bytes: Option<[u8; 20]>,
+}
+
+impl UserKey {
+    /// `user` as given; an address is compared in lower case, as the node writes it.
+    pub fn new(user: &str) -> UserKey {
+        let text = user.to_ascii_lowercase();
+        let bytes = hex_bytes(&text);
+        UserKey { text, bytes }
+    }
+}
+
 pub(super) fn apply_diff(
     spec: &CoinSpec,
     book: &mut L4Book<OrderMeta>,
@@ -318,7 +365,9 @@ pub(super) fn apply_diff(
             if sz.is_zero() {
                 return Ok(());
             }
-            let mut meta = OrderMeta::from_node(status.user, &status.order);
+            // `origSz` as the status gives it (the resting size when it does not).
+            let orig_sz = status.order.orig_sz.and_then(|text| spec.parse_sz(text)).unwrap_or(sz);
+            let mut meta = OrderMeta::from_node(status.user, &status.order, orig_sz.raw());
             if status.order.is_trigger || status.status == "triggered" {
                 meta.set_common_word(TRIGGER_CONDITION, TRIGGERED);
                 meta.set_common_word(TIF, GTC);
@@ -403,7 +452,7 @@ mod tests {
                 for w in words {
                     for tif in tifs {
                         let order = node_order(cloid, w, tif);
-                        let meta = OrderMeta::from_node(user, &order);
+                        let meta = OrderMeta::from_node(user, &order, 0);
                         let text = meta.text();
                         assert_eq!(&*text.user, user);
                         assert_eq!(text.cloid.as_deref(), cloid);
@@ -412,7 +461,7 @@ mod tests {
                         assert_eq!(text.tif.as_deref(), tif);
                         assert_eq!(text.timestamp, order.timestamp);
                         assert!(text.is_position_tpsl && !text.reduce_only);
-                        assert_eq!(meta, OrderMeta::from_node(user, &order));
+                        assert_eq!(meta, OrderMeta::from_node(user, &order, 0));
                     }
                 }
             }
@@ -457,18 +506,18 @@ mod tests {
     fn usual_orders_are_compact_and_rules_override_words() {
         let user = "0xca1d1650d13b8fa936dca4efdf1f487766f2abd1";
         let order = node_order(Some("0x14904991131967010000000003807292"), ["N/A", "Limit"], Some("Ioc"));
-        let meta = OrderMeta::from_node(user, &order);
+        let meta = OrderMeta::from_node(user, &order, 0);
         assert!(meta.rare.is_none(), "no allocation for the usual order");
         assert_eq!(meta.user[0], 0xca);
         assert_eq!(meta.cloid[15], 0x92);
-        let mut rare = OrderMeta::from_node(user, &node_order(None, ["Price above 7", "Stop Limit"], Some("Day")));
+        let mut rare = OrderMeta::from_node(user, &node_order(None, ["Price above 7", "Stop Limit"], Some("Day")), 0);
         assert!(rare.rare.is_some());
         rare.set_common_word(TRIGGER_CONDITION, TRIGGERED);
         rare.set_common_word(TIF, GTC);
         let text = rare.text();
         assert_eq!((&*text.trigger_condition, text.tif.as_deref()), ("Triggered", Some("Gtc")));
-        let same = OrderMeta::from_node(user, &node_order(None, ["Triggered", "Stop Limit"], Some("Gtc")));
+        let same = OrderMeta::from_node(user, &node_order(None, ["Triggered", "Stop Limit"], Some("Gtc")), 0);
         assert_eq!(rare, same, "one representation per text");
-        assert!(std::mem::size_of::<OrderMeta>() <= 56, "{}", std::mem::size_of::<OrderMeta>());
+        assert!(std::mem::size_of::<OrderMeta>() <= 64, "{}", std::mem::size_of::<OrderMeta>());
     }
 }

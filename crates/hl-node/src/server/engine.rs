@@ -45,7 +45,8 @@
 //! - `decode`: a block's lines into events, on one thread or both;
 //! - `warm`: the spin job that keeps the helper awake for the next stage;
 //! - `lane`: one compute thread's share of a block's coins (apply, l2, encode, queue);
-//! - `requests`: subscriptions and `post` requests.
+//! - `requests`: subscriptions, `post` and `/info` requests;
+//! - `feeds`: `bbo`, `allMids`, `orderUpdates` and `userFills` after a block.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,6 +67,7 @@ use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Variant, UnitLevel}
 
 mod block;
 mod decode;
+mod feeds;
 mod lane;
 mod requests;
 mod warm;
@@ -78,11 +80,12 @@ use warm::Warm;
 #[cfg(test)]
 use {decode::*, ticktrade_hl_proto::node::fast, warm::*};
 
-use super::publish::{ClientId, ClientQueue, L2Key, Subscribers};
+use super::publish::{ClientId, ClientQueue, L2Key, Subscribers, Undelivered};
 use crate::books::{BlockPlan, Books};
 use crate::coins::CoinId;
 use crate::follow::Follower;
 use crate::join::{Joined, Joiner, Line, Stream};
+use feeds::FeedState;
 
 /// How the engine runs.
 #[derive(Clone, Debug)]
@@ -229,6 +232,10 @@ pub struct Engine {
     bids: Vec<UnitLevel>,
     asks: Vec<UnitLevel>,
     dead: Vec<ClientId>,
+    /// Frames a feed could not queue, for `Subscribers::undelivered` (reused).
+    pending_undelivered: Vec<(ClientId, Undelivered)>,
+    /// What `bbo`/`allMids` last sent and the per-user frame buffers (`feeds`).
+    feeds: FeedState,
     /// The levels and frame last published per coin (indexed by `CoinId`) and subscription
     /// key: a coin's handful of views in a plain list, no hashing per view.
     views: Vec<Vec<ViewSlot>>,
@@ -274,6 +281,8 @@ impl Engine {
             bids: Vec::with_capacity(128),
             asks: Vec::with_capacity(128),
             dead: Vec::new(),
+            pending_undelivered: Vec::new(),
+            feeds: FeedState::default(),
             views: Vec::new(),
             lanes: (0..config.threads.clamp(1, 2)).map(|_| Lane::new()).collect(),
             pool: None,
@@ -289,6 +298,16 @@ impl Engine {
             read_at: [(0, Instant::now(), Instant::now()); 2],
             config,
         }
+    }
+
+    /// The asset contexts' fields the books do not determine (perps, spot), for
+    /// `activeAssetCtx` (`server::start` passes `MetaDocs`'s).
+    pub fn set_base_ctxs(
+        &mut self,
+        perp: ticktrade_hl_proto::asset_ctx::BaseCtxs,
+        spot: ticktrade_hl_proto::asset_ctx::BaseCtxs,
+    ) {
+        self.feeds.base = (perp, spot);
     }
 
     /// Keep every block's processing time in the stats (benchmarks).
@@ -480,6 +499,9 @@ impl Engine {
             return;
         }
         self.last_fill_height = height;
+        if !self.subs.user_fills.is_empty() {
+            self.publish_user_fills(&line.text);
+        }
         if self.subs.trades.is_empty() {
             return;
         }

@@ -118,10 +118,12 @@ pub fn start(
     let watcher = watch(data_dir, tx.clone());
     let rt_priority = config.rt_priority;
     let (class_tx, class_rx) = std::sync::mpsc::sync_channel(1);
+    let base = (docs.perp_ctxs.clone(), docs.spot_ctxs.clone());
     let thread = std::thread::Builder::new().name("hl-engine".into()).spawn(move || {
         // Each block under SCHED_FIFO, the threads in the normal class between blocks; the
         // permission checked now (a switch up and down), so a refusal fails `start`.
         let mut engine = engine;
+        engine.set_base_ctxs(base.0, base.1);
         let class = match rt_priority.map(crate::sched::BlockClass::new).transpose() {
             Ok(Some(class)) => class.probe().map(|()| {
                 engine.realtime_blocks(class);

@@ -1,7 +1,8 @@
 //! Clients, their subscriptions, and delivery into bounded per-client queues.
 //!
 //! Owns: the client table, subscription indexes (`l2Book` by coin and `(variant, nLevels)`,
-//! `trades` by coin name, `l4Book` by coin), the queue item ([`Frames`]: one frame, or a
+//! `trades` by coin name, `l4Book`, `bbo` and `activeAssetCtx` by coin, `allMids`, `orderUpdates` and
+//! `userFills` by user), the queue item ([`Frames`]: one frame, or a
 //! client's `l2Book` frames of one coin), and `send`: a non-blocking offer to the client's
 //! [`ClientQueue`] (`ticktrade_net::outbound`, policy `Disconnect`) that disconnects a client
 //! whose queue is full, with a reason, so one slow reader never delays the others.
@@ -116,6 +117,14 @@ pub struct Subscribers {
     pub l2: L2Index,
     pub trades: FxHashMap<String, Vec<ClientId>>,
     pub l4: FxHashMap<CoinId, Vec<ClientId>>,
+    /// `allMids`, `bbo` by coin, `orderUpdates` and `userFills` by user (lower case): the
+    /// engine reads each only when it is not empty, so a feed nobody follows costs nothing.
+    pub all_mids: Vec<ClientId>,
+    pub bbo: FxHashMap<CoinId, Vec<ClientId>>,
+    pub order_updates: FxHashMap<String, Vec<ClientId>>,
+    pub user_fills: FxHashMap<String, Vec<ClientId>>,
+    /// `activeAssetCtx` by coin.
+    pub asset_ctx: FxHashMap<CoinId, Vec<ClientId>>,
     /// Clients that get every raw node line (`--raw`).
     pub raw: Vec<ClientId>,
     n_dropped_slow: u64,
@@ -245,6 +254,23 @@ pub enum Slot {
     L2(CoinId, L2Key),
     Trades(String),
     L4(CoinId),
+    AllMids,
+    Bbo(CoinId),
+    OrderUpdates(String),
+    UserFills(String),
+    AssetCtx(CoinId),
+}
+
+/// Takes one `id` off the list of `key` (a list left empty goes).
+fn drop_from<K: std::hash::Hash + Eq>(map: &mut FxHashMap<K, Vec<ClientId>>, key: &K, id: ClientId) {
+    if let Some(list) = map.get_mut(key) {
+        if let Some(pos) = list.iter().position(|&c| c == id) {
+            list.swap_remove(pos);
+        }
+        if list.is_empty() {
+            map.remove(key);
+        }
+    }
 }
 
 impl Subscribers {
@@ -275,6 +301,11 @@ impl Subscribers {
             Slot::L2(coin, key) => self.l2.add(coin, key, id),
             Slot::Trades(coin) => self.trades.entry(coin).or_default().push(id),
             Slot::L4(coin) => self.l4.entry(coin).or_default().push(id),
+            Slot::AllMids => self.all_mids.push(id),
+            Slot::Bbo(coin) => self.bbo.entry(coin).or_default().push(id),
+            Slot::OrderUpdates(user) => self.order_updates.entry(user).or_default().push(id),
+            Slot::UserFills(user) => self.user_fills.entry(user).or_default().push(id),
+            Slot::AssetCtx(coin) => self.asset_ctx.entry(coin).or_default().push(id),
         }
         true
     }
@@ -283,30 +314,21 @@ impl Subscribers {
         if let Some(client) = self.clients.get_mut(&id) {
             client.subs.remove(sub);
         }
-        // A client may hold two subscriptions with one slot (`mantissa` 1 vs null are one).
-        let drop_one = |list: &mut Vec<ClientId>| {
-            if let Some(pos) = list.iter().position(|&c| c == id) {
-                list.swap_remove(pos);
-            }
-        };
+        // A client may hold two subscriptions with one slot (`mantissa` 1 vs null are one):
+        // one id comes off per subscription.
         match slot {
             Slot::L2(coin, key) => self.l2.remove(*coin, *key, id),
-            Slot::Trades(coin) => {
-                if let Some(list) = self.trades.get_mut(coin) {
-                    drop_one(list);
-                    if list.is_empty() {
-                        self.trades.remove(coin);
-                    }
+            Slot::Trades(coin) => drop_from(&mut self.trades, coin, id),
+            Slot::L4(coin) => drop_from(&mut self.l4, coin, id),
+            Slot::AllMids => {
+                if let Some(pos) = self.all_mids.iter().position(|&c| c == id) {
+                    self.all_mids.swap_remove(pos);
                 }
             }
-            Slot::L4(coin) => {
-                if let Some(list) = self.l4.get_mut(coin) {
-                    drop_one(list);
-                    if list.is_empty() {
-                        self.l4.remove(coin);
-                    }
-                }
-            }
+            Slot::Bbo(coin) => drop_from(&mut self.bbo, coin, id),
+            Slot::OrderUpdates(user) => drop_from(&mut self.order_updates, user, id),
+            Slot::UserFills(user) => drop_from(&mut self.user_fills, user, id),
+            Slot::AssetCtx(coin) => drop_from(&mut self.asset_ctx, coin, id),
         }
     }
 

@@ -23,6 +23,8 @@ pub enum Kind {
 /// The three lines of the block being generated.
 #[derive(Default)]
 pub struct Buffers {
+    /// The record of one user's events, when one is watched (`Generator::watch_user`).
+    pub log: Option<super::UserLog>,
     statuses: String,
     diffs: String,
     fills: String,
@@ -72,6 +74,9 @@ impl Buffers {
 
     pub fn status(&mut self, coin: &GenCoin, bid: bool, px: i64, order: &ModelOrder, status: &str, kind: Kind) {
         self.sep(0);
+        if let Some(log) = self.log.as_mut().filter(|log| log.user == order.user) {
+            log.statuses.push((order.oid, status.to_owned()));
+        }
         let hash = if status == "open" {
             format!("\"0x{:064x}\"", order.oid.wrapping_mul(0x9E37_79B9))
         } else {
@@ -149,6 +154,9 @@ impl Buffers {
         let hash = format!("0x{:064x}", taker.oid.wrapping_mul(0x9E37_79B9));
         for (order, bid, crossed) in [(taker, taker_bid, true), (maker, !taker_bid, false)] {
             self.sep(2);
+            if let Some(log) = self.log.as_mut().filter(|log| log.user == order.user) {
+                log.fills.push((tid, order.oid));
+            }
             let _ = write!(
                 self.fills,
                 r#"["{u}",{{"coin":"{c}","px":"{px_text}","sz":"{sz_text}","side":"{s}","time":{ms},"startPosition":"0.0","dir":"{dir}","closedPnl":"0.0","hash":"{hash}","oid":{oid},"crossed":{crossed},"fee":"0.0","tid":{tid},"feeToken":"USDC","twapId":null}}]"#,

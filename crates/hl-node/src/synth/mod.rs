@@ -43,6 +43,20 @@ pub struct GenBlock {
     pub fills: String,
 }
 
+/// The generator's own record of one user's events, in the order it wrote them: every order
+/// status `(oid, status)` and every fill `(tid, oid)` of that user.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UserLog {
+    pub user: u16,
+    pub statuses: Vec<(u64, String)>,
+    pub fills: Vec<(u64, u64)>,
+}
+
+/// The address the generator writes for user number `user`.
+pub fn user_address(user: u16) -> String {
+    json::user(user)
+}
+
 /// The generator.
 pub struct Generator {
     rng: SplitMix64,
@@ -126,6 +140,16 @@ impl Generator {
     /// `metaAndAssetCtxs` and `spotMetaAndAssetCtxs` documents at the start (`json::asset_ctxs`).
     pub fn asset_ctxs_json(&self) -> (String, String) {
         json::asset_ctxs(&self.coins)
+    }
+
+    /// Records user `user`'s statuses and fills from the next block on ([`UserLog`]).
+    pub fn watch_user(&mut self, user: u16) {
+        self.buf.log = Some(UserLog { user, ..UserLog::default() });
+    }
+
+    /// What was recorded of the watched user.
+    pub fn user_log(&self) -> Option<&UserLog> {
+        self.buf.log.as_ref()
     }
 
     /// Generates the next block, stamped `time`.

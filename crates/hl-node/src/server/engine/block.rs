@@ -22,7 +22,8 @@ impl Engine {
         // The two lines are decoded at once when there are two threads (`decode_on_two`), into
         // the last block's buffers (`Spare`).
         let (status_bufs, diffs_buf) = self.spare.take();
-        let all_statuses = !self.subs.l4.is_empty();
+        // Every status (not only those that may rest) when someone reads them all.
+        let all_statuses = !self.subs.l4.is_empty() || !self.subs.order_updates.is_empty();
         let mut helper_start = [u64::MAX; 2];
         let (st, df, tail_buf) = match self.pool.as_ref().filter(|_| both) {
             Some(pool) => {
@@ -87,6 +88,7 @@ impl Engine {
             self.lanes[i].undelivered = undelivered;
         }
         self.publish_l4(height, time, &statuses, &diffs);
+        self.publish_feeds(&statuses);
         self.spare.put(statuses, tail_buf, diffs);
         self.switch_class(false);
         let realtime_blocks = self.block_class.as_ref().map_or((0, 0), crate::sched::BlockClass::raised_blocks);

@@ -1,5 +1,6 @@
 //! Client requests handled on the engine thread: (un)subscribe with Hyperliquid's
-//! validation and error strings, `post` info requests, `/info` `l2Book`/`allMids`, and
+//! validation and error strings, `post` info requests, `/info` `l2Book`, `allMids` and a
+//! user's orders (`openOrders`, `frontendOpenOrders`, `orderStatus`, read off the books), and
 //! forgetting a client's subscriptions.
 //!
 //! Owns: the mapping from a `Subscription` to its index slot. Must not: block or compute
@@ -9,25 +10,46 @@ use bytes::Bytes;
 use ticktrade_core::Side;
 use ticktrade_hl_proto::asset_ctx::BookCtx;
 use ticktrade_hl_proto::info::InfoRequest;
-use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Params, L2Variant, Subscription, errors};
+use ticktrade_hl_proto::orders::{self, OrderRef};
+use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Params, L2Variant, Subscription, errors, feeds};
 
-use super::Engine;
+use super::feeds::is_address;
+use super::{Engine, EngineConfig};
+use crate::books::{OwnedL4Order, UserKey};
+use crate::coins::CoinTable;
 use crate::server::publish::{ClientId, L2Key, Slot};
+
+/// Where `sub` lives in the indexes; `None` when it is invalid here (unknown or filtered
+/// coin, bad parameters, not a user address, a feed `--raw` does not serve).
+fn slot_of(config: &EngineConfig, coins: &CoinTable, sub: &Subscription) -> Option<Slot> {
+    if config.raw {
+        return None;
+    }
+    let coin = match sub.coin() {
+        Some(name) if config.coins.as_ref().is_some_and(|set| !set.contains(name)) => return None,
+        Some(name) => Some(coins.id(name)?),
+        None => None,
+    };
+    Some(match sub {
+        Subscription::L2Book { n_sig_figs, mantissa, n_levels, fast, .. } => {
+            Slot::L2(coin?, L2Key::new(L2Params::new(*n_sig_figs, *mantissa, *n_levels, *fast)?))
+        }
+        Subscription::Trades { coin } => Slot::Trades(coin.clone()),
+        Subscription::L4Book { .. } => Slot::L4(coin?),
+        Subscription::Bbo { .. } => Slot::Bbo(coin?),
+        Subscription::AllMids { .. } => Slot::AllMids,
+        Subscription::OrderUpdates { user } if is_address(user) => Slot::OrderUpdates(user.clone()),
+        Subscription::UserFills { user, .. } if is_address(user) => Slot::UserFills(user.clone()),
+        Subscription::ActiveAssetCtx { .. } => Slot::AssetCtx(coin?),
+        Subscription::OrderUpdates { .. } | Subscription::UserFills { .. } | Subscription::Candle { .. } => {
+            return None;
+        }
+    })
+}
 
 impl Engine {
     pub(super) fn slot_for(&self, sub: &Subscription) -> Option<Slot> {
-        if self.config.raw || !self.allowed(sub.coin()) {
-            return None;
-        }
-        let coin = self.books.coins.id(sub.coin())?;
-        match sub {
-            Subscription::L2Book { n_sig_figs, mantissa, n_levels, fast, .. } => {
-                let params = L2Params::new(*n_sig_figs, *mantissa, *n_levels, *fast)?;
-                Some(Slot::L2(coin, L2Key::new(params)))
-            }
-            Subscription::Trades { coin } => Some(Slot::Trades(coin.clone())),
-            Subscription::L4Book { .. } => Some(Slot::L4(coin)),
-        }
+        slot_of(&self.config, &self.books.coins, sub)
     }
 
     pub(super) fn send_text(&mut self, id: ClientId, text: String) {
@@ -65,10 +87,33 @@ impl Engine {
                         let [bids, asks] =
                             [&orders[0], &orders[1]].map(|side| side.iter().map(|o| o.as_l4()).collect::<Vec<_>>());
                         let time_ms = self.books.time().as_millis().max(0) as u64;
-                        let frame = proto::l4_snapshot_frame(sub.coin(), time_ms, self.books.height(), &bids, &asks);
+                        let name = &self.books.coins.spec(coin).name;
+                        let frame = proto::l4_snapshot_frame(name, time_ms, self.books.height(), &bids, &asks);
                         self.send_text(id, frame);
                     }
-                    Slot::Trades(_) => {}
+                    // The current best levels and mids, as `l2Book` sends the current book.
+                    Slot::Bbo(coin) => {
+                        if let Some(frame) = self.bbo_now(coin) {
+                            self.subs.send(id, frame, &mut self.dead);
+                        }
+                    }
+                    Slot::AllMids => {
+                        let frame = self.all_mids_now();
+                        self.subs.send(id, frame, &mut self.dead);
+                    }
+                    // The snapshot of the user's fills: none (fills are streamed from the
+                    // subscription on; ticktrade keeps no fill history).
+                    Slot::UserFills(user) => {
+                        let mut out = Vec::new();
+                        feeds::begin_user_fills(&mut out, &user, true);
+                        feeds::end_user_fills(&mut out);
+                        self.subs.send(id, Bytes::from(out), &mut self.dead);
+                    }
+                    Slot::AssetCtx(coin) => {
+                        let frame = self.asset_ctx_now(coin);
+                        self.subs.send(id, frame, &mut self.dead);
+                    }
+                    Slot::Trades(_) | Slot::OrderUpdates(_) => {}
                 }
             }
             ClientMessage::Unsubscribe { subscription } => {
@@ -127,14 +172,29 @@ impl Engine {
                 self.l2_payload(&coin, n_sig_figs, mantissa).unwrap_or_else(|| "null".to_owned())
             }
             InfoRequest::AllMids { .. } => {
-                let mut mids = serde_json::Map::new();
-                for (id, spec) in self.books.coins.iter() {
-                    let Some(mid) = self.books.book(id).and_then(|b| crate::ctx::mid_text(b, spec.units)) else {
-                        continue;
-                    };
-                    mids.insert(spec.name.clone(), serde_json::Value::String(mid));
-                }
-                serde_json::Value::Object(mids).to_string()
+                let mut out = b"{".to_vec();
+                self.write_mids(&mut out);
+                out.push(b'}');
+                String::from_utf8(out).unwrap_or_else(|_| "{}".to_owned())
+            }
+            InfoRequest::OpenOrders { user, .. } => {
+                let orders = self.books.user_orders(&UserKey::new(&user));
+                orders::open_orders_json(&orders.iter().map(OwnedL4Order::as_resting).collect::<Vec<_>>())
+            }
+            InfoRequest::FrontendOpenOrders { user, .. } => {
+                let orders = self.books.user_orders(&UserKey::new(&user));
+                orders::frontend_open_orders_json(&orders.iter().map(OwnedL4Order::as_resting).collect::<Vec<_>>())
+            }
+            InfoRequest::OrderStatus { user, oid } => {
+                let key = UserKey::new(&user);
+                let order = match oid {
+                    OrderRef::Oid(oid) => self.books.user_order(&key, oid),
+                    OrderRef::Cloid(cloid) => self.books.user_order_by_cloid(&key, &cloid.to_ascii_lowercase()),
+                };
+                // A resting order is `open` since it was placed (its timestamp); an order
+                // that left the book is not known here (no order history is kept).
+                let found = order.as_ref().map(|o| (o.as_resting(), o.meta.timestamp));
+                orders::order_status_json(found.as_ref().map(|(o, ts)| (o, "open", *ts)))
             }
             // Answered by the HTTP layer (the documents, with `book_ctxs` for the contexts).
             InfoRequest::Meta { .. }
@@ -161,21 +221,7 @@ impl Engine {
     }
 
     pub(super) fn drop_client(&mut self, id: ClientId) {
-        let raw = self.config.raw;
-        let coins = &self.books.coins;
-        let allowed = |c: &str| self.config.coins.as_ref().is_none_or(|set| set.contains(c));
-        self.subs.disconnect(id, |sub| {
-            if raw || !allowed(sub.coin()) {
-                return None;
-            }
-            let coin = coins.id(sub.coin())?;
-            Some(match sub {
-                Subscription::L2Book { n_sig_figs, mantissa, n_levels, fast, .. } => {
-                    Slot::L2(coin, L2Key::new(L2Params::new(*n_sig_figs, *mantissa, *n_levels, *fast)?))
-                }
-                Subscription::Trades { coin } => Slot::Trades(coin.clone()),
-                Subscription::L4Book { .. } => Slot::L4(coin),
-            })
-        });
+        let (config, coins) = (&self.config, &self.books.coins);
+        self.subs.disconnect(id, |sub| slot_of(config, coins, sub));
     }
 }
