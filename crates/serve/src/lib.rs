@@ -1,5 +1,5 @@
-//! `ticktrade serve`: one upstream Deribit market-data feed (the embedded simulator, Deribit
-//! or any URL), books kept locally, fanned out to many local clients over Deribit's own
+//! `ticktrade serve`: one upstream Deribit market-data feed (Deribit, the simulator the
+//! binary starts, or any URL), books kept locally, fanned out to many local clients over Deribit's own
 //! public WebSocket API so existing SDKs connect by URL only.
 //!
 //! Owns: the listener (`/ws/api/v2`), the hub task (upstream subscriptions by demand, local
@@ -44,7 +44,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ticktrade_sim::{SimConfig, SimHandle};
 use tokio::sync::{mpsc, watch};
 
 pub use conn::DelaySummary;
@@ -52,14 +51,16 @@ pub use hub::{ClientCounters, Totals};
 pub use ticktrade_net::outbound::SlowPolicy;
 pub use trace::FanoutTrace;
 
-/// Where the market data comes from.
+/// Where the market data comes from. The embedded simulator is not one of them: whoever
+/// wants it (the binary, tests) starts it and passes its URL, and stops it.
 #[derive(Clone, Debug)]
 pub enum UpstreamSource {
-    /// Start the embedded simulator in-process and use it.
-    Sim(Box<SimConfig>),
     /// A Deribit WebSocket URL (`wss://test.deribit.com/ws/api/v2`, `ws://127.0.0.1:PORT/ws/api/v2`).
     Url(String),
 }
+
+/// Deribit's production WebSocket API, the default upstream.
+pub const DERIBIT_URL: &str = "wss://www.deribit.com/ws/api/v2";
 
 /// How to run a server.
 #[derive(Clone, Debug)]
@@ -86,7 +87,7 @@ impl Default for ServeConfig {
     fn default() -> ServeConfig {
         ServeConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            upstream: UpstreamSource::Sim(Box::default()),
+            upstream: UpstreamSource::Url(DERIBIT_URL.to_owned()),
             instruments: None,
             raw: false,
             queue_capacity: 1_024,
@@ -103,8 +104,6 @@ impl Default for ServeConfig {
 /// Why a server did not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("starting the embedded simulator: {0}")]
-    Sim(#[from] ticktrade_sim::SimError),
     #[error("binding {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
     #[error("upstream {url} gave no instrument list within {secs} s")]
@@ -125,7 +124,6 @@ pub(crate) struct Shared {
 /// A running server. Call [`ServeHandle::shutdown`] to stop it.
 pub struct ServeHandle {
     addr: SocketAddr,
-    sim: Option<SimHandle>,
     shutdown: watch::Sender<bool>,
     hub: mpsc::Sender<hub::HubMsg>,
     shared: Arc<Shared>,
@@ -140,11 +138,6 @@ impl ServeHandle {
     /// `ws://127.0.0.1:PORT/ws/api/v2`.
     pub fn ws_url(&self) -> String {
         format!("ws://{}/ws/api/v2", self.addr)
-    }
-
-    /// The embedded simulator, when the upstream is `sim`.
-    pub fn sim(&self) -> Option<&SimHandle> {
-        self.sim.as_ref()
     }
 
     /// Totals and per-client counters, as the hub has them now.
@@ -199,22 +192,13 @@ impl ServeHandle {
         for task in self.tasks {
             task.abort();
         }
-        if let Some(sim) = self.sim {
-            sim.shutdown().await;
-        }
     }
 }
 
 /// Starts a server; returns once the upstream's instrument list is known.
 pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
-    let (sim, url) = match &config.upstream {
-        UpstreamSource::Sim(sim_config) => {
-            let sim = ticktrade_sim::spawn_loopback(SimConfig::clone(sim_config)).await?;
-            let url = sim.ws_url();
-            (Some(sim), url)
-        }
-        UpstreamSource::Url(url) => (None, url.clone()),
-    };
+    let UpstreamSource::Url(url) = &config.upstream;
+    let url = url.clone();
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServeError::Bind { addr: config.listen, source })?;
@@ -241,12 +225,9 @@ pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
         for task in tasks {
             task.abort();
         }
-        if let Some(sim) = sim {
-            sim.shutdown().await;
-        }
         return Err(ServeError::NoInstruments { url, secs });
     }
-    Ok(ServeHandle { addr, sim, shutdown: shutdown_tx, hub: hub_tx, shared, tasks })
+    Ok(ServeHandle { addr, shutdown: shutdown_tx, hub: hub_tx, shared, tasks })
 }
 
 pub(crate) fn now_us() -> u64 {

@@ -1,7 +1,8 @@
 //! `ticktrade serve`: the market-data fan-out server on a port.
 //!
 //! Owns: the command line (`--upstream`, `--instruments`, `--listen`, `--raw`, queue and
-//! limit flags), the start banner (a line with the `ws://…/ws/api/v2` URL, which the process
+//! limit flags), the embedded simulator when `--upstream sim` (started before the server,
+//! which only gets its URL, and stopped after it), the start banner (a line with the `ws://…/ws/api/v2` URL, which the process
 //! tests read), the status line printed once per interval, and Ctrl-C.
 //! Must not: hold any server logic; everything is `ticktrade_serve`.
 
@@ -10,8 +11,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use ticktrade_serve::ServeHandle;
 use ticktrade_serve::{ClientCounters, ServeConfig, SlowPolicy, Totals, UpstreamSource};
-use ticktrade_sim::SimConfig;
+use ticktrade_sim::{SimConfig, SimHandle};
 
 use crate::status::{banner, runtime};
 
@@ -60,24 +62,35 @@ pub struct Args {
     pub stats_clients: usize,
 }
 
-fn upstream(text: &str, sim_rate: u32) -> anyhow::Result<UpstreamSource> {
-    Ok(match text {
-        "sim" => UpstreamSource::Sim(Box::new(SimConfig { rate_per_s: sim_rate, ..SimConfig::default() })),
-        "deribit-testnet" => UpstreamSource::Url("wss://test.deribit.com/ws/api/v2".to_owned()),
-        "deribit" => UpstreamSource::Url("wss://www.deribit.com/ws/api/v2".to_owned()),
-        url if url.starts_with("ws://") || url.starts_with("wss://") => UpstreamSource::Url(url.to_owned()),
+/// What `--upstream` names: the embedded simulator, which this module starts, or a source the
+/// server reads by itself.
+#[derive(Debug)]
+pub enum Upstream {
+    Sim(Box<SimConfig>),
+    Source(UpstreamSource),
+}
+
+pub fn upstream(args: &Args) -> anyhow::Result<Upstream> {
+    Ok(match args.upstream.as_str() {
+        "sim" => Upstream::Sim(Box::new(SimConfig { rate_per_s: args.sim_rate, ..SimConfig::default() })),
+        "deribit-testnet" => Upstream::Source(UpstreamSource::Url("wss://test.deribit.com/ws/api/v2".to_owned())),
+        "deribit" => Upstream::Source(UpstreamSource::Url(ticktrade_serve::DERIBIT_URL.to_owned())),
+        url if url.starts_with("ws://") || url.starts_with("wss://") => {
+            Upstream::Source(UpstreamSource::Url(url.to_owned()))
+        }
         other => anyhow::bail!("--upstream {other:?}: expected sim, deribit-testnet, deribit or a ws:// / wss:// URL"),
     })
 }
 
-pub fn config(args: &Args) -> anyhow::Result<ServeConfig> {
+/// The server's configuration from the flags, reading `upstream`.
+pub fn config(args: &Args, upstream: UpstreamSource) -> ServeConfig {
     let instruments = match args.instruments.trim() {
         "" | "all" => None,
         list => Some(list.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()),
     };
-    Ok(ServeConfig {
+    ServeConfig {
         listen: args.listen,
-        upstream: upstream(&args.upstream, args.sim_rate)?,
+        upstream,
         instruments,
         raw: args.raw,
         queue_capacity: args.queue.max(1),
@@ -87,15 +100,54 @@ pub fn config(args: &Args) -> anyhow::Result<ServeConfig> {
         max_connections: args.max_connections,
         linger: Duration::from_secs(args.linger_s),
         ..ServeConfig::default()
-    })
+    }
+}
+
+/// A running server and the embedded simulator it reads, if any.
+pub struct Running {
+    pub serve: ServeHandle,
+    pub sim: Option<SimHandle>,
+}
+
+impl Running {
+    /// Stops the server, then the simulator it reads.
+    pub async fn shutdown(self) {
+        self.serve.shutdown().await;
+        if let Some(sim) = self.sim {
+            sim.shutdown().await;
+        }
+    }
+}
+
+/// Starts what the flags ask for: the embedded simulator first when `--upstream sim`, then the
+/// server on its URL. A server that fails to start stops the simulator again.
+pub async fn start(args: &Args) -> anyhow::Result<Running> {
+    let (sim, source) = match upstream(args)? {
+        Upstream::Sim(config) => {
+            let sim = ticktrade_sim::spawn_loopback(*config).await.context("starting the embedded simulator")?;
+            let url = sim.ws_url();
+            (Some(sim), UpstreamSource::Url(url))
+        }
+        Upstream::Source(source) => (None, source),
+    };
+    match ticktrade_serve::spawn(config(args, source)).await {
+        Ok(serve) => Ok(Running { serve, sim }),
+        Err(e) => {
+            if let Some(sim) = sim {
+                sim.shutdown().await;
+            }
+            Err(anyhow::Error::new(e).context("starting the server"))
+        }
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let config = config(&args)?;
+    upstream(&args)?;
     runtime()?.block_on(async move {
-        let serve = ticktrade_serve::spawn(config).await.context("starting the server")?;
+        let running = start(&args).await?;
+        let serve = &running.serve;
         let mut rows = vec![("websocket", serve.ws_url()), ("web view", format!("http://{}/", serve.addr()))];
-        if let Some(sim) = serve.sim() {
+        if let Some(sim) = &running.sim {
             rows.push(("upstream", format!("embedded simulator {} (REST {})", sim.ws_url(), sim.http_url())));
         }
         let headline = format!("ticktrade serve: market data from {} fanned out over Deribit's public API", args.upstream);
@@ -131,7 +183,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         println!("stopping…");
-        serve.shutdown().await;
+        running.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })
 }
