@@ -36,7 +36,7 @@ pub(crate) fn timer_now() -> Instant {
 }
 
 use crate::ServeConfig;
-use crate::conn::{DelaySummary, Outbound, Stamped};
+use crate::conn::{DelaySummary, Delays, Outbound, Stamped};
 use crate::frames::encode_window;
 pub(crate) use crate::frames::grouping;
 use crate::trace::LoopStamps;
@@ -115,6 +115,9 @@ pub(crate) struct Client {
     pub subs: HashMap<String, bool>,
     pub counters: ClientCounters,
     pub heartbeat: Option<Heartbeat>,
+    /// Fan-out delays of the frames the hub wrote to this client at once (the hub's alone:
+    /// no lock; those the client's task wrote are in `out`).
+    pub delays: Delays,
 }
 
 /// A client's `public/set_heartbeat` state.
@@ -293,6 +296,7 @@ impl Hub {
                         subs: HashMap::new(),
                         counters: ClientCounters::default(),
                         heartbeat: None,
+                        delays: Delays::default(),
                     },
                 );
             }
@@ -314,7 +318,7 @@ impl Hub {
                 totals.clients = self
                     .clients
                     .iter()
-                    .map(|(id, c)| (*id, ClientCounters { fanout: c.out.delays(), ..c.counters }))
+                    .map(|(id, c)| (*id, ClientCounters { fanout: c.out.delays(&c.delays), ..c.counters }))
                     .collect();
                 totals.upstream_channels = self.upstream.keys().cloned().collect();
                 totals.upstream_channels.sort();
@@ -546,13 +550,12 @@ impl Hub {
         {
             let mut all = self.shared.as_ref().and_then(|s| s.fanout_ns.lock().ok());
             for (id, &(_, done)) in fan.ids.iter().zip(&fan.results) {
-                let (Some(done), Some(client)) = (done, self.clients.get(id)) else { continue };
+                let (Some(done), Some(client)) = (done, self.clients.get_mut(id)) else { continue };
                 if let Some(s) = stamps.as_mut() {
                     s.written(done);
                 }
-                if let Some(ns) = client.out.record_written(at, done)
-                    && let Some(h) = all.as_mut().and_then(|g| g.as_mut())
-                {
+                let ns = client.delays.record(at, done);
+                if let Some(h) = all.as_mut().and_then(|g| g.as_mut()) {
                     h.saturating_record(ns);
                 }
             }
@@ -651,8 +654,19 @@ impl Hub {
     /// it behind what its socket has not taken yet; applies the slow-client policy when its
     /// queue is full. Returns whether the frame was written or queued.
     pub(crate) fn deliver_frame(&mut self, id: ClientId, frame: &Bytes, upstream_at: Option<Instant>) -> bool {
-        let Some(client) = self.clients.get(&id) else { return false };
+        let Some(client) = self.clients.get_mut(&id) else { return false };
         let offer = client.out.send(frame, upstream_at);
+        if offer == Offer::Written
+            && let Some(at) = upstream_at
+        {
+            let ns = client.delays.record(at, Instant::now());
+            if let Some(shared) = &self.shared
+                && let Ok(mut guard) = shared.fanout_ns.lock()
+                && let Some(h) = guard.as_mut()
+            {
+                h.saturating_record(ns);
+            }
+        }
         self.account(id, offer, frame.len() as u64)
     }
 

@@ -128,7 +128,7 @@ impl Hub {
         }
         for (n, id) in ids.iter().take(MAX_CLIENT_ROWS).enumerate() {
             let Some(c) = self.clients.get(id) else { continue };
-            let d = c.out.delays();
+            let d = c.out.delays(&c.delays);
             if n > 0 {
                 out.push(',');
             }
