@@ -11,6 +11,10 @@
 //! chain), or pass a price through `f64`.
 //!
 //! # Layout
+//! - `bus`: the NATS sink (`--publish`): the publisher's queue, sequences, writer and the
+//!   snapshot/JSON-RPC responder; the bus counters.
+//! - `edge`: the bus as upstream (`--upstream nats://…`): follows subjects, resyncs books
+//!   from the publisher's snapshots.
 //! - `batch`: interval channels (`100ms`, `agg2`, the rule in `deribit_proto::interval`): when
 //!   each is due and what upstream frame it carries.
 //! - `frames`: snapshot and grouped-window frames of a book.
@@ -28,8 +32,10 @@
 //!   `public/ticktrade_get_stats` method it polls over its WebSocket.
 
 mod batch;
+mod bus;
 mod client;
 mod conn;
+mod edge;
 mod frames;
 mod hub;
 pub mod metrics;
@@ -46,8 +52,10 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
+pub use bus::BusCounters;
 pub use conn::DelaySummary;
 pub use hub::{ClientCounters, Totals};
+pub use ticktrade_bus::{BusConfig, Subjects};
 pub use ticktrade_net::outbound::SlowPolicy;
 pub use trace::FanoutTrace;
 
@@ -57,6 +65,9 @@ pub use trace::FanoutTrace;
 pub enum UpstreamSource {
     /// A Deribit WebSocket URL (`wss://test.deribit.com/ws/api/v2`, `ws://127.0.0.1:PORT/ws/api/v2`).
     Url(String),
+    /// The NATS bus a publishing server (`publish`) feeds: this server is an edge and opens
+    /// no venue connection.
+    Nats(BusConfig),
 }
 
 /// Deribit's production WebSocket API, the default upstream.
@@ -81,6 +92,12 @@ pub struct ServeConfig {
     pub linger: Duration,
     /// Smallest `public/set_heartbeat` interval accepted (Deribit: 10 s).
     pub min_heartbeat: Duration,
+    /// Also publish every served instrument's books, trades and tickers to this NATS bus.
+    pub publish: Option<BusConfig>,
+    /// The bus's subject root (publisher and edges must agree).
+    pub subjects: Subjects,
+    /// Messages the bus sink may have queued before it drops (a slow NATS).
+    pub bus_queue_capacity: usize,
 }
 
 impl Default for ServeConfig {
@@ -97,6 +114,9 @@ impl Default for ServeConfig {
             max_connections: 10_000,
             linger: Duration::from_secs(10),
             min_heartbeat: Duration::from_secs(10),
+            publish: None,
+            subjects: Subjects::default(),
+            bus_queue_capacity: 65_536,
         }
     }
 }
@@ -108,6 +128,10 @@ pub enum ServeError {
     Bind { addr: SocketAddr, source: std::io::Error },
     #[error("upstream {url} gave no instrument list within {secs} s")]
     NoInstruments { url: String, secs: u64 },
+    #[error("NATS bus: {0}")]
+    Bus(#[from] ticktrade_bus::BusError),
+    #[error("publishing to the bus needs the books kept here: not with --raw")]
+    RawPublish,
 }
 
 /// Counters shared with the front end and the status line.
@@ -119,6 +143,8 @@ pub(crate) struct Shared {
     pub fanout_ns: std::sync::Mutex<Option<hdrhistogram::Histogram<u64>>>,
     /// Per fanned-out frame traces, while a benchmark has them on.
     pub traces: trace::TraceBuf,
+    /// The bus counters, when this server publishes to or reads from NATS.
+    pub bus: Option<Arc<bus::BusStats>>,
 }
 
 /// A running server. Call [`ServeHandle::shutdown`] to stop it.
@@ -197,8 +223,44 @@ impl ServeHandle {
 
 /// Starts a server; returns once the upstream's instrument list is known.
 pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
-    let UpstreamSource::Url(url) = &config.upstream;
-    let url = url.clone();
+    if config.raw && config.publish.is_some() {
+        return Err(ServeError::RawPublish);
+    }
+    let uses_bus = config.publish.is_some() || matches!(config.upstream, UpstreamSource::Nats(_));
+    let bus_stats = uses_bus.then(|| Arc::new(bus::BusStats::default()));
+    // The bus first: an unreachable server or refused login fails the start, clearly.
+    let publisher = match (&config.publish, &bus_stats) {
+        (Some(bus_config), Some(stats)) => {
+            stats.publisher.store(true, Ordering::Relaxed);
+            let events = Arc::clone(stats);
+            let client = ticktrade_bus::connect(bus_config, move |e| {
+                events.on_event(&e);
+            })
+            .await?;
+            stats.connected.store(true, Ordering::Relaxed);
+            Some(client)
+        }
+        _ => None,
+    };
+    let edge = match (&config.upstream, &bus_stats) {
+        (UpstreamSource::Nats(bus_config), Some(stats)) => {
+            let (events_tx, events_rx) = mpsc::unbounded_channel();
+            let events = Arc::clone(stats);
+            let client = ticktrade_bus::connect(bus_config, move |e| {
+                if let Some(event) = edge::classify(&events, &e) {
+                    let _ = events_tx.send(event);
+                }
+            })
+            .await?;
+            stats.connected.store(true, Ordering::Relaxed);
+            Some((client, events_rx))
+        }
+        _ => None,
+    };
+    let url = match &config.upstream {
+        UpstreamSource::Url(url) => url.clone(),
+        UpstreamSource::Nats(bus_config) => bus_config.servers_text(),
+    };
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServeError::Bind { addr: config.listen, source })?;
@@ -208,16 +270,34 @@ pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
     let (up_tx, up_rx) = mpsc::channel(4_096);
     let (ready_tx, mut ready_rx) = watch::channel(false);
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Shared { bus: bus_stats.clone(), ..Shared::default() });
     if let Ok(mut h) = shared.fanout_ns.lock() {
         *h = metrics::new_histogram();
     }
 
-    let tasks = vec![
-        tokio::spawn(upstream::run(url.clone(), up_rx, hub_tx.clone())),
-        tokio::spawn(hub::Hub::new(&config, up_tx, ready_tx).with_shared(Arc::clone(&shared)).run(hub_rx)),
-        tokio::spawn(client::serve(listener, config.clone(), hub_tx.clone(), Arc::clone(&shared), shutdown_rx)),
-    ];
+    let mut hub = hub::Hub::new(&config, up_tx, ready_tx).with_shared(Arc::clone(&shared));
+    let mut tasks = Vec::new();
+    if let (Some(client), Some(stats)) = (publisher, &bus_stats) {
+        let publisher_id = publisher_id();
+        let sink =
+            bus::BusSink::new(config.subjects.clone(), config.bus_queue_capacity, publisher_id, Arc::clone(stats));
+        tasks.push(tokio::spawn(bus::write(client.clone(), sink.queue(), Arc::clone(stats))));
+        tasks.push(tokio::spawn(bus::respond(client, config.subjects.clone(), hub_tx.clone(), Arc::clone(stats))));
+        hub.bus = Some(sink);
+    }
+    match (edge, &bus_stats) {
+        (Some((client, events)), Some(stats)) => tasks.push(tokio::spawn(edge::run(
+            client,
+            config.subjects.clone(),
+            up_rx,
+            hub_tx.clone(),
+            Arc::clone(stats),
+            events,
+        ))),
+        _ => tasks.push(tokio::spawn(upstream::run(url.clone(), up_rx, hub_tx.clone()))),
+    }
+    tasks.push(tokio::spawn(hub.run(hub_rx)));
+    tasks.push(tokio::spawn(client::serve(listener, config.clone(), hub_tx.clone(), Arc::clone(&shared), shutdown_rx)));
 
     let secs = 20;
     let ready = tokio::time::timeout(Duration::from_secs(secs), ready_rx.wait_for(|r| *r)).await;
@@ -228,6 +308,15 @@ pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
         return Err(ServeError::NoInstruments { url, secs });
     }
     Ok(ServeHandle { addr, shutdown: shutdown_tx, hub: hub_tx, shared, tasks })
+}
+
+/// A publisher run id: differs from one start to the next (time and process id), so edges
+/// tell a restarted publisher from the one they followed.
+fn publisher_id() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    nanos ^ (u64::from(std::process::id()) << 40)
 }
 
 pub(crate) fn now_us() -> u64 {

@@ -42,14 +42,14 @@ fn flags_build_a_config() {
         matches!(&upstream, serve::Upstream::Source(UpstreamSource::Url(u)) if u == "wss://test.deribit.com/ws/api/v2")
     );
     let serve::Upstream::Source(source) = upstream else { unreachable!() };
-    let config = serve::config(&cli.args, source);
+    let config = serve::config(&cli.args, source).unwrap();
     assert_eq!(config.instruments, Some(vec!["BTC-PERPETUAL".to_owned(), "ETH-PERPETUAL".to_owned()]));
     assert!(config.raw);
     assert_eq!(config.slow_policy, SlowPolicy::Disconnect);
     assert_eq!(config.queue_capacity, 16);
     let default_args = Cli::parse_from(["serve"]).args;
     assert!(matches!(serve::upstream(&default_args).unwrap(), serve::Upstream::Sim(_)));
-    let defaults = serve::config(&default_args, UpstreamSource::Url(String::new()));
+    let defaults = serve::config(&default_args, UpstreamSource::Url(String::new())).unwrap();
     assert_eq!(defaults.instruments, None);
     assert_eq!(defaults.slow_policy, SlowPolicy::Conflate);
     let bad = Cli::parse_from(["serve", "--upstream", "ftp://x"]);
