@@ -21,6 +21,10 @@ if ! command -v tmux >/dev/null 2>&1; then
 fi
 tmux -V
 
+step "NATS server for the bus tests (pinned, built once into ./.tools/bin)"
+./tests/nats/install.sh
+.tools/bin/nats-server --version
+
 step "format check"
 cargo fmt --all -- --check
 

@@ -52,13 +52,53 @@ impl Frame for Stamped {
 }
 
 /// A client's outgoing side, shared by the hub (writes) and the client's task (flushes what
-/// the socket did not take, and reads): the shared queue in front of the socket, and this
-/// client's fan-out delays.
+/// the socket did not take, and reads): the shared queue in front of the socket, and the
+/// fan-out delays of the frames the client's task wrote.
+///
+/// The delays of frames the hub wrote at once are not here but in the hub's own record of
+/// the client ([`Delays`]), written without a lock: a second lock per client per frame,
+/// beside the queue's, was the one thing the fan-out's bookkeeping added per client when the
+/// queue moved to `ticktrade_net::outbound`.
 pub(crate) struct Outbound {
     queue: Queue<Stamped, Option<Arc<TcpStream>>>,
-    /// This client's fan-out delays (ns, 2 significant digits).
-    delays: Mutex<Option<Histogram<u32>>>,
+    /// Fan-out delays (ns) of the frames this client's task wrote (they had been queued).
+    flushed: Mutex<Delays>,
     shared: Arc<Shared>,
+}
+
+/// One client's fan-out delay histogram (ns, 2 significant digits).
+pub(crate) struct Delays(Option<Histogram<u32>>);
+
+impl Default for Delays {
+    fn default() -> Delays {
+        Delays(Histogram::new_with_bounds(1, 60_000_000_000, 2).ok())
+    }
+}
+
+impl Delays {
+    /// Records the delay of a frame from upstream (received at `upstream_at`) whose last byte
+    /// the socket took at `done`, and returns it (ns) for the server's histogram.
+    pub(crate) fn record(&mut self, upstream_at: Instant, done: Instant) -> u64 {
+        let ns = u64::try_from(done.saturating_duration_since(upstream_at).as_nanos()).unwrap_or(u64::MAX).max(1);
+        if let Some(h) = self.0.as_mut() {
+            h.saturating_record(ns);
+        }
+        ns
+    }
+
+    /// The quantiles of these delays together with `other`'s.
+    pub(crate) fn summary_with(&self, other: &Delays) -> DelaySummary {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) if !b.is_empty() => {
+                let mut both = a.clone();
+                if both.add(b).is_err() {
+                    return DelaySummary::of(Some(a));
+                }
+                DelaySummary::of(Some(&both))
+            }
+            (a, _) => DelaySummary::of(a.as_ref()),
+        }
+    }
 }
 
 /// Quantiles of one client's fan-out delays, in ns.
@@ -91,7 +131,7 @@ impl Outbound {
     fn new(stream: Option<Arc<TcpStream>>, cfg: &ServeConfig, shared: Arc<Shared>) -> Outbound {
         Outbound {
             queue: Queue::new(stream, cfg.queue_capacity, cfg.slow_policy),
-            delays: Mutex::new(Histogram::new_with_bounds(1, 60_000_000_000, 2).ok()),
+            flushed: Mutex::new(Delays::default()),
             shared,
         }
     }
@@ -118,16 +158,19 @@ impl Outbound {
         self.queue.len()
     }
 
-    /// This client's fan-out delay quantiles so far.
-    pub(crate) fn delays(&self) -> DelaySummary {
-        let Ok(h) = self.delays.lock() else { return DelaySummary::default() };
-        DelaySummary::of(h.as_ref())
+    /// This client's fan-out delay quantiles so far: `written` (the hub's record of the
+    /// frames it wrote at once) with those the client's task wrote.
+    pub(crate) fn delays(&self, written: &Delays) -> DelaySummary {
+        let Ok(flushed) = self.flushed.lock() else { return DelaySummary::default() };
+        written.summary_with(&flushed)
     }
 
-    /// Records the delay of a frame from upstream (received at `upstream_at`) whose last byte
-    /// the socket took at `done`, in this client's histogram and the server's.
-    fn record(&self, upstream_at: Option<Instant>, done: Instant) {
-        let Some(ns) = upstream_at.and_then(|at| self.record_written(at, done)) else { return };
+    /// Records the delay of a frame the client's task wrote, in its histogram and the server's.
+    fn record_flushed(&self, upstream_at: Option<Instant>, done: Instant) {
+        let Some(at) = upstream_at else { return };
+        let Ok(mut flushed) = self.flushed.lock() else { return };
+        let ns = flushed.record(at, done);
+        drop(flushed);
         if let Ok(mut guard) = self.shared.fanout_ns.lock()
             && let Some(h) = guard.as_mut()
         {
@@ -135,27 +178,11 @@ impl Outbound {
         }
     }
 
-    /// After a frame from upstream (received at `upstream_at`) was written at `done`: records
-    /// its delay in this client's histogram and returns it (ns) for the server's, which the
-    /// caller records once for the whole fan-out.
-    pub(crate) fn record_written(&self, upstream_at: Instant, done: Instant) -> Option<u64> {
-        let ns = u64::try_from(done.saturating_duration_since(upstream_at).as_nanos()).unwrap_or(u64::MAX).max(1);
-        if let Ok(mut h) = self.delays.lock()
-            && let Some(h) = h.as_mut()
-        {
-            h.saturating_record(ns);
-        }
-        Some(ns)
-    }
-
     /// Writes `frame` now if nothing is queued and the socket takes it; otherwise queues it
-    /// (the queue's bound and policy apply). A frame written at once has its delay recorded.
+    /// (the queue's bound and policy apply). The caller records the delay of a frame written
+    /// at once ([`Offer::Written`]).
     pub(crate) fn send(&self, frame: &Bytes, upstream_at: Option<Instant>) -> Offer {
-        let offer = self.queue.send(&Stamped { bytes: frame.clone(), upstream_at }, None);
-        if offer == Offer::Written {
-            self.record(upstream_at, Instant::now());
-        }
-        offer
+        self.queue.send(&Stamped { bytes: frame.clone(), upstream_at }, None)
     }
 
     /// Closes the connection with `code` and `reason` once what is queued is written.
@@ -172,7 +199,7 @@ impl Outbound {
     async fn flush(&self) -> io::Result<bool> {
         let Some(stream) = self.queue.sink() else { return Ok(false) };
         loop {
-            match self.queue.flush(|f| self.record(f.upstream_at, Instant::now()))? {
+            match self.queue.flush(|f| self.record_flushed(f.upstream_at, Instant::now()))? {
                 Flushed::Idle => return Ok(false),
                 Flushed::Closing => return Ok(true),
                 Flushed::Blocked => stream.writable().await?,

@@ -36,7 +36,7 @@ pub(crate) fn timer_now() -> Instant {
 }
 
 use crate::ServeConfig;
-use crate::conn::{DelaySummary, Outbound, Stamped};
+use crate::conn::{DelaySummary, Delays, Outbound, Stamped};
 use crate::frames::encode_window;
 pub(crate) use crate::frames::grouping;
 use crate::trace::LoopStamps;
@@ -67,6 +67,13 @@ pub(crate) enum HubMsg {
     },
     Upstream(UpEvent),
     Totals(oneshot::Sender<Totals>),
+    /// A bus edge asks for `instrument`'s book (publisher only): the upstream-format snapshot
+    /// at the upstream `change_id`, and the envelope of the last book message it includes;
+    /// `None` while the book is not synced.
+    BusSnapshot {
+        instrument: String,
+        reply: oneshot::Sender<crate::bus::SnapshotReply>,
+    },
     /// `GET /api/v2/public/{method}`: `params` is a JSON object; the reply is the JSON-RPC
     /// response text (no id), answered here when the data is here, else by upstream.
     Rest {
@@ -106,6 +113,8 @@ pub struct Totals {
     pub upstream_channels: Vec<String>,
     /// Clients closed because a heartbeat `test_request` went unanswered.
     pub heartbeat_closes: u64,
+    /// The NATS bus's counters, when this server publishes to it or reads from it.
+    pub bus: Option<crate::bus::BusCounters>,
 }
 
 pub(crate) struct Client {
@@ -115,6 +124,9 @@ pub(crate) struct Client {
     pub subs: HashMap<String, bool>,
     pub counters: ClientCounters,
     pub heartbeat: Option<Heartbeat>,
+    /// Fan-out delays of the frames the hub wrote to this client at once (the hub's alone:
+    /// no lock; those the client's task wrote are in `out`).
+    pub delays: Delays,
 }
 
 /// A client's `public/set_heartbeat` state.
@@ -186,6 +198,8 @@ pub(crate) struct Hub {
     trace_at: Option<(Instant, Instant)>,
     /// The fan-out loop's buffers, kept between frames.
     fan: FanBuf,
+    /// The NATS sink (`--publish`): one more sink of every upstream frame the bus carries.
+    pub bus: Option<crate::bus::BusSink>,
 }
 
 /// One fan-out's clients and what each write did, reused from frame to frame.
@@ -259,6 +273,7 @@ impl Hub {
             scratch: L2Book::new(),
             trace_at: None,
             fan: FanBuf::default(),
+            bus: None,
         }
     }
 
@@ -293,6 +308,7 @@ impl Hub {
                         subs: HashMap::new(),
                         counters: ClientCounters::default(),
                         heartbeat: None,
+                        delays: Delays::default(),
                     },
                 );
             }
@@ -306,18 +322,26 @@ impl Hub {
                 }
             }
             HubMsg::Upstream(UpEvent::Frame(text, at)) => {
-                self.on_upstream(&text, at);
+                let bus_channel = self.on_upstream(&text, at);
                 self.trace_at = None;
+                // After the WebSocket fan-out: the bus never delays a client's frame.
+                if let (Some(ch), Some(bus)) = (bus_channel, self.bus.as_mut()) {
+                    bus.publish(&ch, Bytes::from(text));
+                }
+            }
+            HubMsg::BusSnapshot { instrument, reply } => {
+                let _ = reply.send(self.bus_snapshot(&instrument));
             }
             HubMsg::Totals(reply) => {
                 let mut totals = self.totals.clone();
                 totals.clients = self
                     .clients
                     .iter()
-                    .map(|(id, c)| (*id, ClientCounters { fanout: c.out.delays(), ..c.counters }))
+                    .map(|(id, c)| (*id, ClientCounters { fanout: c.out.delays(&c.delays), ..c.counters }))
                     .collect();
                 totals.upstream_channels = self.upstream.keys().cloned().collect();
                 totals.upstream_channels.sort();
+                totals.bus = self.shared.as_ref().and_then(|s| s.bus.as_ref()).map(|b| b.counters());
                 let _ = reply.send(totals);
             }
             HubMsg::Rest { method, params, reply } => self.on_rest(&method, &params, reply),
@@ -358,15 +382,17 @@ impl Hub {
         self.subscribe_upstream(&live, true);
     }
 
-    fn on_upstream(&mut self, text: &str, at: Instant) {
+    /// Applies and fans out one upstream frame. Returns its channel when the frame goes on
+    /// the bus too (a publisher's book, trades or ticker notification).
+    fn on_upstream(&mut self, text: &str, at: Instant) -> Option<String> {
         self.totals.upstream_frames += 1;
         self.trace_at = self.shared.as_ref().filter(|s| s.traces.is_on()).map(|_| (at, Instant::now()));
         let Ok(frame) = serde_json::from_str::<UpFrame<'_>>(text) else {
             tracing::warn!("upstream sent a frame that is not JSON-RPC ({} bytes)", text.len());
-            return;
+            return None;
         };
         if frame.method == Some("subscription") {
-            let Some(UpParams { channel: Some(channel), data: Some(data) }) = frame.params else { return };
+            let Some(UpParams { channel: Some(channel), data: Some(data) }) = frame.params else { return None };
             if !self.cfg.raw
                 && let Some(instrument) = channel.strip_prefix("book.").and_then(|c| c.strip_suffix(".100ms"))
                 && self.books.contains_key(instrument)
@@ -376,13 +402,15 @@ impl Hub {
             if self.relays.contains_key(channel) {
                 self.relay(channel, text, data.get(), at);
             }
-            return;
+            let on_bus = self.bus.is_some() && ticktrade_bus::subject::parse_channel(channel).is_some();
+            return on_bus.then(|| channel.to_owned());
         }
         if let Some(id) = frame.id
             && let Some(pending) = self.pending.remove(&id)
         {
             self.on_response(pending, text);
         }
+        None
     }
 
     fn on_response(&mut self, pending: Pending, text: &str) {
@@ -396,6 +424,7 @@ impl Hub {
                         .map(|s| (s.name.clone(), s))
                         .collect();
                     let _ = self.ready.send(true);
+                    self.follow_all_for_bus();
                 }
                 Err(e) => tracing::warn!("upstream instrument list: {e}"),
             },
@@ -546,13 +575,12 @@ impl Hub {
         {
             let mut all = self.shared.as_ref().and_then(|s| s.fanout_ns.lock().ok());
             for (id, &(_, done)) in fan.ids.iter().zip(&fan.results) {
-                let (Some(done), Some(client)) = (done, self.clients.get(id)) else { continue };
+                let (Some(done), Some(client)) = (done, self.clients.get_mut(id)) else { continue };
                 if let Some(s) = stamps.as_mut() {
                     s.written(done);
                 }
-                if let Some(ns) = client.out.record_written(at, done)
-                    && let Some(h) = all.as_mut().and_then(|g| g.as_mut())
-                {
+                let ns = client.delays.record(at, done);
+                if let Some(h) = all.as_mut().and_then(|g| g.as_mut()) {
                     h.saturating_record(ns);
                 }
             }
@@ -651,8 +679,19 @@ impl Hub {
     /// it behind what its socket has not taken yet; applies the slow-client policy when its
     /// queue is full. Returns whether the frame was written or queued.
     pub(crate) fn deliver_frame(&mut self, id: ClientId, frame: &Bytes, upstream_at: Option<Instant>) -> bool {
-        let Some(client) = self.clients.get(&id) else { return false };
+        let Some(client) = self.clients.get_mut(&id) else { return false };
         let offer = client.out.send(frame, upstream_at);
+        if offer == Offer::Written
+            && let Some(at) = upstream_at
+        {
+            let ns = client.delays.record(at, Instant::now());
+            if let Some(shared) = &self.shared
+                && let Ok(mut guard) = shared.fanout_ns.lock()
+                && let Some(h) = guard.as_mut()
+            {
+                h.saturating_record(ns);
+            }
+        }
         self.account(id, offer, frame.len() as u64)
     }
 

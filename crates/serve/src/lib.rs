@@ -1,5 +1,5 @@
-//! `ticktrade serve`: one upstream Deribit market-data feed (the embedded simulator, Deribit
-//! or any URL), books kept locally, fanned out to many local clients over Deribit's own
+//! `ticktrade serve`: one upstream Deribit market-data feed (Deribit, the simulator the
+//! binary starts, or any URL), books kept locally, fanned out to many local clients over Deribit's own
 //! public WebSocket API so existing SDKs connect by URL only.
 //!
 //! Owns: the listener (`/ws/api/v2`), the hub task (upstream subscriptions by demand, local
@@ -11,6 +11,10 @@
 //! chain), or pass a price through `f64`.
 //!
 //! # Layout
+//! - `bus`: the NATS sink (`--publish`): the publisher's queue, sequences, writer and the
+//!   snapshot/JSON-RPC responder; the bus counters.
+//! - `edge`: the bus as upstream (`--upstream nats://…`): follows subjects, resyncs books
+//!   from the publisher's snapshots.
 //! - `batch`: interval channels (`100ms`, `agg2`, the rule in `deribit_proto::interval`): when
 //!   each is due and what upstream frame it carries.
 //! - `frames`: snapshot and grouped-window frames of a book.
@@ -28,8 +32,10 @@
 //!   `public/ticktrade_get_stats` method it polls over its WebSocket.
 
 mod batch;
+mod bus;
 mod client;
 mod conn;
+mod edge;
 mod frames;
 mod hub;
 pub mod metrics;
@@ -44,22 +50,28 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ticktrade_sim::{SimConfig, SimHandle};
 use tokio::sync::{mpsc, watch};
 
+pub use bus::BusCounters;
 pub use conn::DelaySummary;
 pub use hub::{ClientCounters, Totals};
+pub use ticktrade_bus::{BusConfig, Subjects};
 pub use ticktrade_net::outbound::SlowPolicy;
 pub use trace::FanoutTrace;
 
-/// Where the market data comes from.
+/// Where the market data comes from. The embedded simulator is not one of them: whoever
+/// wants it (the binary, tests) starts it and passes its URL, and stops it.
 #[derive(Clone, Debug)]
 pub enum UpstreamSource {
-    /// Start the embedded simulator in-process and use it.
-    Sim(Box<SimConfig>),
     /// A Deribit WebSocket URL (`wss://test.deribit.com/ws/api/v2`, `ws://127.0.0.1:PORT/ws/api/v2`).
     Url(String),
+    /// The NATS bus a publishing server (`publish`) feeds: this server is an edge and opens
+    /// no venue connection.
+    Nats(BusConfig),
 }
+
+/// Deribit's production WebSocket API, the default upstream.
+pub const DERIBIT_URL: &str = "wss://www.deribit.com/ws/api/v2";
 
 /// How to run a server.
 #[derive(Clone, Debug)]
@@ -80,13 +92,19 @@ pub struct ServeConfig {
     pub linger: Duration,
     /// Smallest `public/set_heartbeat` interval accepted (Deribit: 10 s).
     pub min_heartbeat: Duration,
+    /// Also publish every served instrument's books, trades and tickers to this NATS bus.
+    pub publish: Option<BusConfig>,
+    /// The bus's subject root (publisher and edges must agree).
+    pub subjects: Subjects,
+    /// Messages the bus sink may have queued before it drops (a slow NATS).
+    pub bus_queue_capacity: usize,
 }
 
 impl Default for ServeConfig {
     fn default() -> ServeConfig {
         ServeConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            upstream: UpstreamSource::Sim(Box::default()),
+            upstream: UpstreamSource::Url(DERIBIT_URL.to_owned()),
             instruments: None,
             raw: false,
             queue_capacity: 1_024,
@@ -96,6 +114,9 @@ impl Default for ServeConfig {
             max_connections: 10_000,
             linger: Duration::from_secs(10),
             min_heartbeat: Duration::from_secs(10),
+            publish: None,
+            subjects: Subjects::default(),
+            bus_queue_capacity: 65_536,
         }
     }
 }
@@ -103,12 +124,14 @@ impl Default for ServeConfig {
 /// Why a server did not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("starting the embedded simulator: {0}")]
-    Sim(#[from] ticktrade_sim::SimError),
     #[error("binding {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
     #[error("upstream {url} gave no instrument list within {secs} s")]
     NoInstruments { url: String, secs: u64 },
+    #[error("NATS bus: {0}")]
+    Bus(#[from] ticktrade_bus::BusError),
+    #[error("publishing to the bus needs the books kept here: not with --raw")]
+    RawPublish,
 }
 
 /// Counters shared with the front end and the status line.
@@ -120,12 +143,13 @@ pub(crate) struct Shared {
     pub fanout_ns: std::sync::Mutex<Option<hdrhistogram::Histogram<u64>>>,
     /// Per fanned-out frame traces, while a benchmark has them on.
     pub traces: trace::TraceBuf,
+    /// The bus counters, when this server publishes to or reads from NATS.
+    pub bus: Option<Arc<bus::BusStats>>,
 }
 
 /// A running server. Call [`ServeHandle::shutdown`] to stop it.
 pub struct ServeHandle {
     addr: SocketAddr,
-    sim: Option<SimHandle>,
     shutdown: watch::Sender<bool>,
     hub: mpsc::Sender<hub::HubMsg>,
     shared: Arc<Shared>,
@@ -140,11 +164,6 @@ impl ServeHandle {
     /// `ws://127.0.0.1:PORT/ws/api/v2`.
     pub fn ws_url(&self) -> String {
         format!("ws://{}/ws/api/v2", self.addr)
-    }
-
-    /// The embedded simulator, when the upstream is `sim`.
-    pub fn sim(&self) -> Option<&SimHandle> {
-        self.sim.as_ref()
     }
 
     /// Totals and per-client counters, as the hub has them now.
@@ -199,21 +218,48 @@ impl ServeHandle {
         for task in self.tasks {
             task.abort();
         }
-        if let Some(sim) = self.sim {
-            sim.shutdown().await;
-        }
     }
 }
 
 /// Starts a server; returns once the upstream's instrument list is known.
 pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
-    let (sim, url) = match &config.upstream {
-        UpstreamSource::Sim(sim_config) => {
-            let sim = ticktrade_sim::spawn_loopback(SimConfig::clone(sim_config)).await?;
-            let url = sim.ws_url();
-            (Some(sim), url)
+    if config.raw && config.publish.is_some() {
+        return Err(ServeError::RawPublish);
+    }
+    let uses_bus = config.publish.is_some() || matches!(config.upstream, UpstreamSource::Nats(_));
+    let bus_stats = uses_bus.then(|| Arc::new(bus::BusStats::default()));
+    // The bus first: an unreachable server or refused login fails the start, clearly.
+    let publisher = match (&config.publish, &bus_stats) {
+        (Some(bus_config), Some(stats)) => {
+            stats.publisher.store(true, Ordering::Relaxed);
+            let events = Arc::clone(stats);
+            let client = ticktrade_bus::connect(bus_config, move |e| {
+                events.on_event(&e);
+            })
+            .await?;
+            stats.connected.store(true, Ordering::Relaxed);
+            Some(client)
         }
-        UpstreamSource::Url(url) => (None, url.clone()),
+        _ => None,
+    };
+    let edge = match (&config.upstream, &bus_stats) {
+        (UpstreamSource::Nats(bus_config), Some(stats)) => {
+            let (events_tx, events_rx) = mpsc::unbounded_channel();
+            let events = Arc::clone(stats);
+            let client = ticktrade_bus::connect(bus_config, move |e| {
+                if let Some(event) = edge::classify(&events, &e) {
+                    let _ = events_tx.send(event);
+                }
+            })
+            .await?;
+            stats.connected.store(true, Ordering::Relaxed);
+            Some((client, events_rx))
+        }
+        _ => None,
+    };
+    let url = match &config.upstream {
+        UpstreamSource::Url(url) => url.clone(),
+        UpstreamSource::Nats(bus_config) => bus_config.servers_text(),
     };
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -224,16 +270,34 @@ pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
     let (up_tx, up_rx) = mpsc::channel(4_096);
     let (ready_tx, mut ready_rx) = watch::channel(false);
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Shared { bus: bus_stats.clone(), ..Shared::default() });
     if let Ok(mut h) = shared.fanout_ns.lock() {
         *h = metrics::new_histogram();
     }
 
-    let tasks = vec![
-        tokio::spawn(upstream::run(url.clone(), up_rx, hub_tx.clone())),
-        tokio::spawn(hub::Hub::new(&config, up_tx, ready_tx).with_shared(Arc::clone(&shared)).run(hub_rx)),
-        tokio::spawn(client::serve(listener, config.clone(), hub_tx.clone(), Arc::clone(&shared), shutdown_rx)),
-    ];
+    let mut hub = hub::Hub::new(&config, up_tx, ready_tx).with_shared(Arc::clone(&shared));
+    let mut tasks = Vec::new();
+    if let (Some(client), Some(stats)) = (publisher, &bus_stats) {
+        let publisher_id = publisher_id();
+        let sink =
+            bus::BusSink::new(config.subjects.clone(), config.bus_queue_capacity, publisher_id, Arc::clone(stats));
+        tasks.push(tokio::spawn(bus::write(client.clone(), sink.queue(), Arc::clone(stats))));
+        tasks.push(tokio::spawn(bus::respond(client, config.subjects.clone(), hub_tx.clone(), Arc::clone(stats))));
+        hub.bus = Some(sink);
+    }
+    match (edge, &bus_stats) {
+        (Some((client, events)), Some(stats)) => tasks.push(tokio::spawn(edge::run(
+            client,
+            config.subjects.clone(),
+            up_rx,
+            hub_tx.clone(),
+            Arc::clone(stats),
+            events,
+        ))),
+        _ => tasks.push(tokio::spawn(upstream::run(url.clone(), up_rx, hub_tx.clone()))),
+    }
+    tasks.push(tokio::spawn(hub.run(hub_rx)));
+    tasks.push(tokio::spawn(client::serve(listener, config.clone(), hub_tx.clone(), Arc::clone(&shared), shutdown_rx)));
 
     let secs = 20;
     let ready = tokio::time::timeout(Duration::from_secs(secs), ready_rx.wait_for(|r| *r)).await;
@@ -241,12 +305,18 @@ pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
         for task in tasks {
             task.abort();
         }
-        if let Some(sim) = sim {
-            sim.shutdown().await;
-        }
         return Err(ServeError::NoInstruments { url, secs });
     }
-    Ok(ServeHandle { addr, sim, shutdown: shutdown_tx, hub: hub_tx, shared, tasks })
+    Ok(ServeHandle { addr, shutdown: shutdown_tx, hub: hub_tx, shared, tasks })
+}
+
+/// A publisher run id: differs from one start to the next (time and process id), so edges
+/// tell a restarted publisher from the one they followed.
+fn publisher_id() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    nanos ^ (u64::from(std::process::id()) << 40)
 }
 
 pub(crate) fn now_us() -> u64 {

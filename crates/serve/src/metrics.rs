@@ -76,7 +76,23 @@ pub fn render(totals: &Totals, fanout_ns: &Histogram<u64>) -> String {
         let _ = writeln!(out, "ticktrade_serve_fanout_delay_seconds{{quantile=\"{q}\"}} {secs:.9}");
     }
     let _ = writeln!(out, "ticktrade_serve_fanout_delay_seconds_count {}", fanout_ns.len());
+    if let Some(bus) = &totals.bus {
+        render_bus(&mut out, bus);
+    }
     out
+}
+
+/// The NATS bus: whether it is connected now (0 while it is gone), and its counters.
+fn render_bus(out: &mut String, bus: &crate::BusCounters) {
+    for (name, value) in crate::web::bus_fields(bus) {
+        if matches!(name, "publisher" | "connected") {
+            let _ = writeln!(out, "# TYPE ticktrade_serve_bus_{name} gauge");
+            let _ = writeln!(out, "ticktrade_serve_bus_{name} {value}");
+        } else {
+            let _ = writeln!(out, "# TYPE ticktrade_serve_bus_{name}_total counter");
+            let _ = writeln!(out, "ticktrade_serve_bus_{name}_total {value}");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,10 @@
 //! "subscriptions", "queued", "messages", "bytes", "drops", "conflations", "resyncs", "delay_count",
 //! "delay_p50_ns", "delay_p99_ns", "delay_p999_ns", "delay_max_ns"}, …], "clients_total",
 //! "totals": {"messages", "bytes", "drops", "conflations", "disconnects", "resyncs",
-//! "upstream_frames", "upstream_channels"}, "fanout": {"count", "p50_ns", "p90_ns", "p99_ns",
+//! "upstream_frames", "upstream_channels"}, "bus" (only when the server publishes to or reads
+//! from NATS): {"publisher", "connected" (0/1), "published", "dropped", "publish_errors",
+//! "requests", "received", "malformed", "gaps", "resyncs", "slow_consumers", "disconnects"},
+//! "fanout": {"count", "p50_ns", "p90_ns", "p99_ns",
 //! "p999_ns", "max_ns", "buckets": [[lo_ns, hi_ns, count], …]}}`. Delays are the fan-out delay
 //! (upstream frame received → downstream frame written) in integer nanoseconds, since the start;
 //! `buckets` are five per decade, `lo_ns` inclusive, `hi_ns` exclusive, empty ones at either
@@ -98,6 +101,24 @@ pub(crate) fn buckets_json(h: &Histogram<u64>, out: &mut String) {
     out.push(']');
 }
 
+/// The bus counters by name, for the stats JSON and `/metrics`.
+pub(crate) fn bus_fields(b: &crate::BusCounters) -> [(&'static str, u64); 12] {
+    [
+        ("publisher", u64::from(b.publisher)),
+        ("connected", u64::from(b.connected)),
+        ("published", b.published),
+        ("dropped", b.dropped),
+        ("publish_errors", b.publish_errors),
+        ("requests", b.requests),
+        ("received", b.received),
+        ("malformed", b.malformed),
+        ("gaps", b.gaps),
+        ("resyncs", b.resyncs),
+        ("slow_consumers", b.slow_consumers),
+        ("disconnects", b.disconnects),
+    ]
+}
+
 fn push_field(out: &mut String, name: &str, value: u64) {
     if !out.ends_with('{') {
         out.push(',');
@@ -128,7 +149,7 @@ impl Hub {
         }
         for (n, id) in ids.iter().take(MAX_CLIENT_ROWS).enumerate() {
             let Some(c) = self.clients.get(id) else { continue };
-            let d = c.out.delays();
+            let d = c.out.delays(&c.delays);
             if n > 0 {
                 out.push(',');
             }
@@ -160,7 +181,15 @@ impl Hub {
         push_field(&mut out, "resyncs", t.resyncs);
         push_field(&mut out, "upstream_frames", t.upstream_frames);
         push_field(&mut out, "upstream_channels", self.upstream.len() as u64);
-        out.push_str("},\"fanout\":{");
+        out.push('}');
+        if let Some(b) = self.shared.as_ref().and_then(|s| s.bus.as_ref()).map(|b| b.counters()) {
+            out.push_str(",\"bus\":{");
+            for (name, value) in bus_fields(&b) {
+                push_field(&mut out, name, value);
+            }
+            out.push('}');
+        }
+        out.push_str(",\"fanout\":{");
         let guard = self.shared.as_ref().and_then(|s| s.fanout_ns.lock().ok());
         match guard.as_ref().and_then(|g| g.as_ref()) {
             Some(h) if !h.is_empty() => {

@@ -37,25 +37,32 @@ fn flags_build_a_config() {
         "--queue",
         "16",
     ]);
-    let config = serve::config(&cli.args).unwrap();
-    assert!(matches!(&config.upstream, UpstreamSource::Url(u) if u == "wss://test.deribit.com/ws/api/v2"));
+    let upstream = serve::upstream(&cli.args).unwrap();
+    assert!(
+        matches!(&upstream, serve::Upstream::Source(UpstreamSource::Url(u)) if u == "wss://test.deribit.com/ws/api/v2")
+    );
+    let serve::Upstream::Source(source) = upstream else { unreachable!() };
+    let config = serve::config(&cli.args, source).unwrap();
     assert_eq!(config.instruments, Some(vec!["BTC-PERPETUAL".to_owned(), "ETH-PERPETUAL".to_owned()]));
     assert!(config.raw);
     assert_eq!(config.slow_policy, SlowPolicy::Disconnect);
     assert_eq!(config.queue_capacity, 16);
-    let defaults = serve::config(&Cli::parse_from(["serve"]).args).unwrap();
-    assert!(matches!(defaults.upstream, UpstreamSource::Sim(_)));
+    let default_args = Cli::parse_from(["serve"]).args;
+    assert!(matches!(serve::upstream(&default_args).unwrap(), serve::Upstream::Sim(_)));
+    let defaults = serve::config(&default_args, UpstreamSource::Url(String::new())).unwrap();
     assert_eq!(defaults.instruments, None);
     assert_eq!(defaults.slow_policy, SlowPolicy::Conflate);
     let bad = Cli::parse_from(["serve", "--upstream", "ftp://x"]);
-    assert!(serve::config(&bad.args).is_err());
+    assert!(serve::upstream(&bad.args).is_err());
     assert!(Cli::try_parse_from(["serve", "--slow", "sometimes"]).is_err());
 }
 
 #[tokio::test]
 async fn filtered_config_serves_only_its_instruments() {
     let cli = Cli::parse_from(["serve", "--listen", "127.0.0.1:0", "--instruments", "ETH-PERPETUAL"]);
-    let handle = ticktrade_serve::spawn(serve::config(&cli.args).unwrap()).await.unwrap();
+    let running = serve::start(&cli.args).await.unwrap();
+    assert!(running.sim.is_some(), "--upstream sim starts the embedded simulator");
+    let handle = &running.serve;
     let mut ws = WsClient::connect(&handle.ws_url()).await;
     let channels = json!(["book.BTC-PERPETUAL.100ms", "book.ETH-PERPETUAL.100ms", "nonsense.x"]);
     ws.request_with_id(3, "public/subscribe", json!({ "channels": channels })).await;
@@ -73,5 +80,5 @@ async fn filtered_config_serves_only_its_instruments() {
     assert!(result["change_id"].as_u64().unwrap() >= snapshot["params"]["data"]["change_id"].as_u64().unwrap());
     assert!(!result["bids"].as_array().unwrap().is_empty() && result["bids"].as_array().unwrap().len() <= 5, "{book}");
     assert_eq!(result["best_bid_price"], result["bids"][0][0]);
-    handle.shutdown().await;
+    running.shutdown().await;
 }

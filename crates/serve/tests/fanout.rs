@@ -11,9 +11,12 @@ use serde_json::{Value, json};
 use ticktrade_book::l2::L2Book;
 use ticktrade_core::{InstrumentSpec, Side};
 use ticktrade_deribit_proto::{BookKind, decode_book_units};
-use ticktrade_serve::{ServeConfig, ServeHandle, UpstreamSource};
+use ticktrade_serve::ServeConfig;
 use ticktrade_sim::{Fault, SimConfig};
 use ticktrade_testkit::WsClient;
+
+mod common;
+use common::Served;
 
 const CLIENTS: usize = 200;
 const CHANGES: u64 = 25;
@@ -55,7 +58,7 @@ struct Seen {
 
 /// One client: subscribes, follows every book chain (panics on a gap), and after `CHANGES`
 /// changes of BTC-PERPETUAL waits until its book equals the simulator's.
-async fn client(serve: &ServeHandle, specs: &HashMap<String, InstrumentSpec>, i: usize) -> Seen {
+async fn client(serve: &Served, specs: &HashMap<String, InstrumentSpec>, i: usize) -> Seen {
     let mut ws = WsClient::connect(&serve.ws_url()).await;
     let interval = if i.is_multiple_of(2) { "raw" } else { "100ms" };
     let mut channels = vec![format!("book.BTC-PERPETUAL.{interval}")];
@@ -66,7 +69,7 @@ async fn client(serve: &ServeHandle, specs: &HashMap<String, InstrumentSpec>, i:
     }
     let reply = ws.call("public/subscribe", json!({"channels": channels})).await;
     assert_eq!(reply["result"].as_array().unwrap().len(), channels.len(), "{reply}");
-    let sim = serve.sim().unwrap();
+    let sim = serve.sim();
     let mut books: HashMap<String, L2Book> = HashMap::new();
     let mut seen = Seen::default();
     let mut updates = Vec::new();
@@ -114,11 +117,8 @@ async fn client(serve: &ServeHandle, specs: &HashMap<String, InstrumentSpec>, i:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_clients_follow_unbroken_chains_through_upstream_gaps() {
-    let config = ServeConfig {
-        upstream: UpstreamSource::Sim(Box::new(SimConfig { rate_per_s: 400, ..SimConfig::default() })),
-        ..ServeConfig::default()
-    };
-    let serve = ticktrade_serve::spawn(config).await.unwrap();
+    let sim = SimConfig { rate_per_s: 400, ..SimConfig::default() };
+    let serve = common::spawn(sim, ServeConfig::default()).await;
     let specs = specs(&serve.ws_url()).await;
     let clients = future::join_all((0..CLIENTS).map(|i| client(&serve, &specs, i)));
     let faults = async {
@@ -131,7 +131,7 @@ async fn many_clients_follow_unbroken_chains_through_upstream_gaps() {
                 1 => Fault::DuplicateChange { instrument },
                 _ => Fault::RestartBook { instrument, levels: 2 },
             };
-            serve.sim().unwrap().inject(fault);
+            serve.sim().inject(fault);
         }
     };
     let seen = tokio::time::timeout(Duration::from_secs(120), async {

@@ -3,15 +3,14 @@
 #![allow(clippy::unwrap_used)]
 
 use serde_json::{Value, json};
-use ticktrade_serve::{ServeConfig, UpstreamSource};
+use ticktrade_serve::ServeConfig;
 use ticktrade_sim::SimConfig;
 use ticktrade_testkit::WsClient;
 
-fn config() -> ServeConfig {
-    ServeConfig {
-        upstream: UpstreamSource::Sim(Box::new(SimConfig { rate_per_s: 200, ..SimConfig::default() })),
-        ..ServeConfig::default()
-    }
+mod common;
+
+fn sim() -> SimConfig {
+    SimConfig { rate_per_s: 200, ..SimConfig::default() }
 }
 
 /// Subscribes; the reply must be the next frame.
@@ -24,7 +23,7 @@ async fn subscribe(ws: &mut WsClient, channels: &[&str]) -> Value {
 
 #[tokio::test]
 async fn raw_mode_relays_upstream_book_frames_with_upstream_change_ids() {
-    let serve = ticktrade_serve::spawn(ServeConfig { raw: true, ..config() }).await.unwrap();
+    let serve = common::spawn(sim(), ServeConfig { raw: true, ..ServeConfig::default() }).await;
     let mut ws = WsClient::connect(&serve.ws_url()).await;
     let reply = subscribe(&mut ws, &["book.BTC-PERPETUAL.100ms"]).await;
     assert_eq!(reply["result"], json!(["book.BTC-PERPETUAL.100ms"]));
@@ -32,7 +31,7 @@ async fn raw_mode_relays_upstream_book_frames_with_upstream_change_ids() {
     assert_eq!(snapshot["params"]["data"]["type"], "snapshot");
     // Upstream's own ids (the book server's chain starts at 1), and no book kept here.
     let id = snapshot["params"]["data"]["change_id"].as_u64().unwrap();
-    let sim_id = u64::try_from(serve.sim().unwrap().book_top("BTC-PERPETUAL", 1).await.unwrap().change_id).unwrap();
+    let sim_id = u64::try_from(serve.sim().book_top("BTC-PERPETUAL", 1).await.unwrap().change_id).unwrap();
     assert!(id > 1 && id <= sim_id, "{id} vs {sim_id}");
     serve.shutdown().await;
 }
@@ -40,7 +39,7 @@ async fn raw_mode_relays_upstream_book_frames_with_upstream_change_ids() {
 #[tokio::test]
 async fn subscription_and_connection_limits_give_clear_errors() {
     let serve =
-        ticktrade_serve::spawn(ServeConfig { max_subscriptions: 2, max_connections: 1, ..config() }).await.unwrap();
+        common::spawn(sim(), ServeConfig { max_subscriptions: 2, max_connections: 1, ..ServeConfig::default() }).await;
     let mut ws = WsClient::connect(&serve.ws_url()).await;
     let reply =
         subscribe(&mut ws, &["ticker.BTC-PERPETUAL.100ms", "trades.BTC-PERPETUAL.100ms", "book.BTC-PERPETUAL.raw"])

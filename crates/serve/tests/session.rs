@@ -6,27 +6,26 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use ticktrade_serve::{ServeConfig, ServeHandle, UpstreamSource};
+use ticktrade_serve::{ServeConfig, ServeHandle};
 use ticktrade_sim::{SimClock, SimConfig};
 use ticktrade_testkit::WsClient;
 
+mod common;
+use common::Served;
+
 fn config() -> ServeConfig {
-    ServeConfig {
-        upstream: UpstreamSource::Sim(Box::new(SimConfig { rate_per_s: 200, ..SimConfig::default() })),
-        min_heartbeat: Duration::from_secs(1),
-        linger: Duration::from_millis(300),
-        ..ServeConfig::default()
-    }
+    ServeConfig { min_heartbeat: Duration::from_secs(1), linger: Duration::from_millis(300), ..ServeConfig::default() }
 }
 
 /// The same, with the simulator on tokio's clock: for tests that pause tokio time, so that
 /// heartbeats, the linger and "no more frames" take no wall time.
-fn paused_config() -> ServeConfig {
+async fn paused() -> Served {
     let clock = SimClock::tokio(SimClock::system().utc());
-    ServeConfig {
-        upstream: UpstreamSource::Sim(Box::new(SimConfig { rate_per_s: 200, clock, ..SimConfig::default() })),
-        ..config()
-    }
+    common::spawn(SimConfig { rate_per_s: 200, clock, ..SimConfig::default() }, config()).await
+}
+
+async fn live() -> Served {
+    common::spawn(SimConfig { rate_per_s: 200, ..SimConfig::default() }, config()).await
 }
 
 async fn http_get(serve: &ServeHandle, path: &str) -> (u16, String) {
@@ -45,7 +44,7 @@ async fn http_get(serve: &ServeHandle, path: &str) -> (u16, String) {
 // of the schedule, not of the machine's speed.
 #[tokio::test(start_paused = true)]
 async fn heartbeat_test_requests_are_sent_and_an_unanswered_one_closes_with_4000() {
-    let serve = ticktrade_serve::spawn(paused_config()).await.unwrap();
+    let serve = paused().await;
     let mut ws = WsClient::connect(&serve.ws_url()).await;
     assert_eq!(ws.call("public/set_heartbeat", json!({"interval": 0.5})).await["error"]["code"], -32602);
     assert_eq!(ws.call("public/set_heartbeat", json!({"interval": 1})).await["result"], "ok");
@@ -67,7 +66,7 @@ async fn heartbeat_test_requests_are_sent_and_an_unanswered_one_closes_with_4000
 
 #[tokio::test]
 async fn rest_on_the_same_port_answers_from_the_local_book_or_relays_upstream() {
-    let serve = ticktrade_serve::spawn(config()).await.unwrap();
+    let serve = live().await;
     // Not kept here yet: relayed to the simulator.
     let (status, body) = http_get(&serve, "/api/v2/public/get_order_book?instrument_name=BTC-PERPETUAL&depth=3").await;
     assert_eq!(status, 200, "{body}");
@@ -100,7 +99,7 @@ async fn rest_on_the_same_port_answers_from_the_local_book_or_relays_upstream() 
 // Paused tokio time: the linger and the quiet period after it are virtual.
 #[tokio::test(start_paused = true)]
 async fn upstream_subscriptions_follow_demand_and_clients_have_their_own_delays() {
-    let serve = ticktrade_serve::spawn(paused_config()).await.unwrap();
+    let serve = paused().await;
     let upstream = "book.BTC-PERPETUAL.100ms".to_owned();
     assert!(serve.totals().await.unwrap().upstream_channels.is_empty());
     let mut ws = WsClient::connect(&serve.ws_url()).await;

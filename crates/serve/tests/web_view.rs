@@ -6,15 +6,15 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use ticktrade_serve::{ServeConfig, ServeHandle, UpstreamSource};
+use ticktrade_serve::{ServeConfig, ServeHandle};
 use ticktrade_sim::SimConfig;
 use ticktrade_testkit::WsClient;
 
-fn config() -> ServeConfig {
-    ServeConfig {
-        upstream: UpstreamSource::Sim(Box::new(SimConfig { rate_per_s: 200, ..SimConfig::default() })),
-        ..ServeConfig::default()
-    }
+mod common;
+use common::Served;
+
+async fn served() -> Served {
+    common::spawn(SimConfig { rate_per_s: 200, ..SimConfig::default() }, ServeConfig::default()).await
 }
 
 /// Status, `Content-Type` and body of `GET path`.
@@ -38,7 +38,7 @@ async fn get(serve: &ServeHandle, path: &str) -> (u16, String, String) {
 
 #[tokio::test]
 async fn page_and_assets_are_served_with_their_content_types() {
-    let serve = ticktrade_serve::spawn(config()).await.unwrap();
+    let serve = served().await;
     let (status, ct, page) = get(&serve, "/").await;
     assert_eq!((status, ct.as_str()), (200, "text/html; charset=utf-8"));
     assert!(page.contains("<title>ticktrade serve</title>"), "{page}");
@@ -65,7 +65,7 @@ async fn page_and_assets_are_served_with_their_content_types() {
 
 #[tokio::test]
 async fn stats_over_the_websocket_list_clients_and_the_fanout_histogram() {
-    let serve = ticktrade_serve::spawn(config()).await.unwrap();
+    let serve = served().await;
     let mut page = WsClient::connect(&serve.ws_url()).await;
     let mut other = WsClient::connect(&serve.ws_url()).await;
     let sub = other.call("public/subscribe", json!({"channels": ["book.BTC-PERPETUAL.100ms"]})).await;

@@ -517,8 +517,13 @@
     }
     $('clients').tFoot.appendChild(tr);
     const shown = s.clients.length < Number(s.clients_total) ? `${s.clients.length} of ${s.clients_total} shown \u00b7 ` : '';
+    const b = s.bus;
+    const bus = !b ? '' : ` \u00b7 NATS bus ${Number(b.connected) ? 'connected' : 'DISCONNECTED'}` +
+      (Number(b.publisher)
+        ? `: ${fmtInt(b.published)} published, ${fmtInt(b.dropped)} dropped`
+        : `: ${fmtInt(b.received)} received, ${fmtInt(b.gaps)} gaps, ${fmtInt(b.resyncs)} resyncs, ${fmtInt(b.slow_consumers)} slow-consumer events`);
     $('clients-meta').textContent =
-      `${fmtInt(s.clients_total)} connected \u00b7 ${shown}upstream: ${fmtInt(t.upstream_frames)} frames, ${t.upstream_channels} channels, ${fmtInt(t.resyncs)} resyncs \u00b7 ${fmtInt(t.disconnects)} cut off`;
+      `${fmtInt(s.clients_total)} connected \u00b7 ${shown}upstream: ${fmtInt(t.upstream_frames)} frames, ${t.upstream_channels} channels, ${fmtInt(t.resyncs)} resyncs \u00b7 ${fmtInt(t.disconnects)} cut off${bus}`;
     $('hist-meta').textContent = Number(f.count)
       ? `${fmtInt(f.count)} frames \u00b7 p50 ${fmtNs(f.p50_ns)} \u00b7 p99 ${fmtNs(f.p99_ns)} \u00b7 max ${fmtNs(f.max_ns)}`
       : '';

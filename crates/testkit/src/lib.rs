@@ -1,6 +1,6 @@
 //! Test helpers every ticktrade crate may dev-depend on: a per-thread allocation counter,
 //! loaders for the recorded data in the repository's `testdata/`, and the one WebSocket
-//! JSON-RPC client of the loopback tests.
+//! JSON-RPC client of the loopback tests, and real `nats-server` processes for the bus tests.
 //!
 //! Owns: `CountingAlloc` (proves "no allocation on the hot path") and the paths and formats of
 //! `testdata/` (`deribit/examples/`, `hyperliquid/examples/`, `*.frames.jsonl` recordings),
@@ -16,9 +16,11 @@
 //! - `data`: `testdata`, `read_testdata`, `deribit_vector`, `hl_vector`, `vector_names`,
 //!   `recorded_frames`, `recorded_frame_lines`.
 //! - `ws`: `WsClient`, the loopback tests' WebSocket client.
+//! - `nats`: `NatsServer`, a `nats-server` child process on a free port, killed on drop.
 
 pub mod alloc;
 pub mod data;
+pub mod nats;
 pub mod ws;
 
 pub use alloc::{AllocCount, CountingAlloc};
@@ -26,4 +28,5 @@ pub use data::{
     Direction, RecordedFrame, deribit_vector, hl_vector, read_testdata, recorded_frame_lines, recorded_frames,
     testdata, vector_names,
 };
+pub use nats::NatsServer;
 pub use ws::WsClient;

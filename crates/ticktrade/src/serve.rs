@@ -1,7 +1,9 @@
 //! `ticktrade serve`: the market-data fan-out server on a port.
 //!
 //! Owns: the command line (`--upstream`, `--instruments`, `--listen`, `--raw`, queue and
-//! limit flags), the start banner (a line with the `ws://…/ws/api/v2` URL, which the process
+//! limit flags, the NATS bus flags `--publish`, `--nats-ca`, `--nats-subjects`, `--bus-queue`;
+//! credentials come from the URL or the environment, never a flag), the embedded simulator when `--upstream sim` (started before the server,
+//! which only gets its URL, and stopped after it), the start banner (a line with the `ws://…/ws/api/v2` URL, which the process
 //! tests read), the status line printed once per interval, and Ctrl-C.
 //! Must not: hold any server logic; everything is `ticktrade_serve`.
 
@@ -10,17 +12,36 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use ticktrade_serve::{ClientCounters, ServeConfig, SlowPolicy, Totals, UpstreamSource};
-use ticktrade_sim::SimConfig;
+use ticktrade_serve::ServeHandle;
+use ticktrade_serve::{BusConfig, ClientCounters, ServeConfig, SlowPolicy, Subjects, Totals, UpstreamSource};
+use ticktrade_sim::{SimConfig, SimHandle};
 
 use crate::status::{banner, runtime};
 
 /// Fan one upstream Deribit market-data feed out to many local clients (Deribit's public API).
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// sim (embedded simulator), deribit-testnet, deribit, or a ws:// / wss:// URL.
+    /// sim (embedded simulator), deribit-testnet, deribit, a ws:// / wss:// URL, or a NATS bus
+    /// (nats://HOST:PORT[,…] or tls://…) that a `--publish` server feeds: this server is then
+    /// an edge and opens no venue connection. NATS credentials: in the URL
+    /// (nats://user:pass@host, nats://token@host) or NATS_USER/NATS_PASSWORD, NATS_TOKEN,
+    /// NATS_NKEY (seed) or NATS_CREDS (file).
     #[arg(long, default_value = "sim")]
     pub upstream: String,
+    /// Also publish every served instrument's book changes, trades and tickers to this NATS
+    /// bus (nats://HOST:PORT[,…] or tls://…; credentials as for --upstream), and answer edges'
+    /// snapshot requests.
+    #[arg(long)]
+    pub publish: Option<String>,
+    /// PEM file of the CA that signed the NATS servers' certificates (else NATS_CA).
+    #[arg(long)]
+    pub nats_ca: Option<std::path::PathBuf>,
+    /// Subject root on the bus (publisher and edges must agree).
+    #[arg(long, default_value = ticktrade_bus::subject::DEFAULT_ROOT)]
+    pub nats_subjects: String,
+    /// Messages the NATS sink may hold before it drops (a slow NATS never slows clients).
+    #[arg(long, default_value_t = 65_536)]
+    pub bus_queue: usize,
     /// Instruments served: a comma-separated list, or `all`.
     #[arg(long, default_value = "all")]
     pub instruments: String,
@@ -60,24 +81,63 @@ pub struct Args {
     pub stats_clients: usize,
 }
 
-fn upstream(text: &str, sim_rate: u32) -> anyhow::Result<UpstreamSource> {
-    Ok(match text {
-        "sim" => UpstreamSource::Sim(Box::new(SimConfig { rate_per_s: sim_rate, ..SimConfig::default() })),
-        "deribit-testnet" => UpstreamSource::Url("wss://test.deribit.com/ws/api/v2".to_owned()),
-        "deribit" => UpstreamSource::Url("wss://www.deribit.com/ws/api/v2".to_owned()),
-        url if url.starts_with("ws://") || url.starts_with("wss://") => UpstreamSource::Url(url.to_owned()),
-        other => anyhow::bail!("--upstream {other:?}: expected sim, deribit-testnet, deribit or a ws:// / wss:// URL"),
+/// What `--upstream` names: the embedded simulator, which this module starts, or a source the
+/// server reads by itself.
+#[derive(Debug)]
+pub enum Upstream {
+    Sim(Box<SimConfig>),
+    Source(UpstreamSource),
+}
+
+pub fn upstream(args: &Args) -> anyhow::Result<Upstream> {
+    Ok(match args.upstream.as_str() {
+        "sim" => Upstream::Sim(Box::new(SimConfig { rate_per_s: args.sim_rate, ..SimConfig::default() })),
+        "deribit-testnet" => Upstream::Source(UpstreamSource::Url("wss://test.deribit.com/ws/api/v2".to_owned())),
+        "deribit" => Upstream::Source(UpstreamSource::Url(ticktrade_serve::DERIBIT_URL.to_owned())),
+        url if url.starts_with("ws://") || url.starts_with("wss://") => {
+            Upstream::Source(UpstreamSource::Url(url.to_owned()))
+        }
+        urls if urls.starts_with("nats://") || urls.starts_with("tls://") => {
+            Upstream::Source(UpstreamSource::Nats(bus_config(urls, args).context("--upstream")?))
+        }
+        other => anyhow::bail!(
+            "--upstream {:?}: expected sim, deribit-testnet, deribit, a ws:// / wss:// URL or nats:// / tls:// URLs",
+            redacted(other)
+        ),
     })
 }
 
-pub fn config(args: &Args) -> anyhow::Result<ServeConfig> {
+/// A NATS bus from URLs, `--nats-ca` and the process's environment.
+fn bus_config(urls: &str, args: &Args) -> anyhow::Result<BusConfig> {
+    Ok(BusConfig::parse(urls, args.nats_ca.clone(), |name| std::env::var(name).ok())?)
+}
+
+/// A URL as it may be shown: what stands before an `@` (credentials) is hidden.
+fn redacted(urls: &str) -> String {
+    let one = |url: &str| match (url.split_once("://"), url.rfind('@')) {
+        (Some((scheme, _)), Some(at)) => format!("{scheme}://***{}", &url[at..]),
+        _ => url.to_owned(),
+    };
+    urls.split(',').map(one).collect::<Vec<_>>().join(",")
+}
+
+/// The bus settings of the flags: where to publish (if anywhere), the subject root.
+pub fn bus(args: &Args) -> anyhow::Result<(Option<BusConfig>, Subjects)> {
+    let publish = args.publish.as_deref().map(|urls| bus_config(urls, args).context("--publish")).transpose()?;
+    let subjects = Subjects::try_new(&args.nats_subjects).context("--nats-subjects")?;
+    Ok((publish, subjects))
+}
+
+/// The server's configuration from the flags, reading `upstream`.
+pub fn config(args: &Args, upstream: UpstreamSource) -> anyhow::Result<ServeConfig> {
+    let (publish, subjects) = bus(args)?;
     let instruments = match args.instruments.trim() {
         "" | "all" => None,
         list => Some(list.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()),
     };
     Ok(ServeConfig {
         listen: args.listen,
-        upstream: upstream(&args.upstream, args.sim_rate)?,
+        upstream,
         instruments,
         raw: args.raw,
         queue_capacity: args.queue.max(1),
@@ -86,19 +146,77 @@ pub fn config(args: &Args) -> anyhow::Result<ServeConfig> {
         max_message_bytes: args.max_message_bytes,
         max_connections: args.max_connections,
         linger: Duration::from_secs(args.linger_s),
+        publish,
+        subjects,
+        bus_queue_capacity: args.bus_queue.max(1),
         ..ServeConfig::default()
     })
 }
 
+/// A running server and the embedded simulator it reads, if any.
+pub struct Running {
+    pub serve: ServeHandle,
+    pub sim: Option<SimHandle>,
+}
+
+impl Running {
+    /// Stops the server, then the simulator it reads.
+    pub async fn shutdown(self) {
+        self.serve.shutdown().await;
+        if let Some(sim) = self.sim {
+            sim.shutdown().await;
+        }
+    }
+}
+
+/// Starts what the flags ask for: the embedded simulator first when `--upstream sim`, then the
+/// server on its URL. A server that fails to start stops the simulator again.
+pub async fn start(args: &Args) -> anyhow::Result<Running> {
+    let (sim, source) = match upstream(args)? {
+        Upstream::Sim(config) => {
+            let sim = ticktrade_sim::spawn_loopback(*config).await.context("starting the embedded simulator")?;
+            let url = sim.ws_url();
+            (Some(sim), UpstreamSource::Url(url))
+        }
+        Upstream::Source(source) => (None, source),
+    };
+    let config = match config(args, source) {
+        Ok(config) => config,
+        Err(e) => {
+            if let Some(sim) = sim {
+                sim.shutdown().await;
+            }
+            return Err(e);
+        }
+    };
+    match ticktrade_serve::spawn(config).await {
+        Ok(serve) => Ok(Running { serve, sim }),
+        Err(e) => {
+            if let Some(sim) = sim {
+                sim.shutdown().await;
+            }
+            Err(anyhow::Error::new(e).context("starting the server"))
+        }
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let config = config(&args)?;
+    upstream(&args)?;
+    bus(&args)?;
     runtime()?.block_on(async move {
-        let serve = ticktrade_serve::spawn(config).await.context("starting the server")?;
+        let running = start(&args).await?;
+        let serve = &running.serve;
         let mut rows = vec![("websocket", serve.ws_url()), ("web view", format!("http://{}/", serve.addr()))];
-        if let Some(sim) = serve.sim() {
+        if let Some(sim) = &running.sim {
             rows.push(("upstream", format!("embedded simulator {} (REST {})", sim.ws_url(), sim.http_url())));
         }
-        let headline = format!("ticktrade serve: market data from {} fanned out over Deribit's public API", args.upstream);
+        if let Some(urls) = &args.publish {
+            rows.push(("publishing to", format!("NATS {} under {}.*", redacted(urls), args.nats_subjects)));
+        }
+        let headline = format!(
+            "ticktrade serve: market data from {} fanned out over Deribit's public API",
+            redacted(&args.upstream)
+        );
         print!("{}", banner(&headline, &rows));
         let period = Duration::from_secs(args.stats_interval_s.max(1));
         let mut ticker = tokio::time::interval(period);
@@ -131,7 +249,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         println!("stopping…");
-        serve.shutdown().await;
+        running.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })
 }

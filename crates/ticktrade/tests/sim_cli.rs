@@ -197,24 +197,7 @@ fn tls_serves_the_given_certificate_and_key() {
 /// (this file or `run_sim.rs`), so a new flag cannot ship untested.
 #[test]
 fn every_sim_flag_is_used_by_a_test() {
-    let help = std::process::Command::new(env!("CARGO_BIN_EXE_ticktrade")).args(["sim", "--help"]).output().unwrap();
-    let help = String::from_utf8(help.stdout).unwrap();
-    let flags: Vec<String> = help
-        .lines()
-        .map(str::trim_start)
-        .filter(|l| l.starts_with('-'))
-        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
-        .map(|w| w.trim_end_matches(',').to_owned())
-        .filter(|f| f != "--help" && f != "--version")
-        .collect();
-    assert!(flags.len() >= 10, "flags parsed from --help: {flags:?}\n{help}");
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests");
-    let tests: String = ["sim_cli.rs", "run_sim.rs"]
-        .iter()
-        .map(|f| std::fs::read_to_string(format!("{dir}/{f}")).unwrap())
-        .collect::<Vec<_>>()
-        .join("\n");
     // This test's own source names no flag literally, so it cannot claim one.
-    let untested: Vec<&String> = flags.iter().filter(|f| !tests.contains(&format!("\"{f}\""))).collect();
+    let untested = common::untested_flags("sim", &["sim_cli.rs", "run_sim.rs"], 10);
     assert!(untested.is_empty(), "flags of `ticktrade sim --help` no test passes: {untested:?}");
 }

@@ -6,6 +6,7 @@
 //! - Pure crates' non-test source never names `std::net`, `std::fs`, `Instant::now`,
 //!   `SystemTime::now` or `thread::spawn` (the one exception: `crates/latency/src/clock.rs`).
 //! - `ticktrade-testkit` depends on no other ticktrade crate (so anything may dev-depend on it).
+//! - `ticktrade-serve` does not depend on `ticktrade-sim` (only its tests may).
 //! - Library code never calls `.unwrap()` outside tests.
 //! - Only `ticktrade-net` implements WebSocket framing: no other crate's non-test source (library,
 //!   binary or benchmark) holds the RFC 6455 GUID, frame-byte constants (`0x81`…`0x8A`, the
@@ -140,6 +141,23 @@ fn testkit_is_a_leaf() {
         })
         .collect();
     report("testkit dependencies", &violations);
+}
+
+/// `serve` is a sink: it reads any Deribit-protocol upstream by URL, and whoever wants the
+/// embedded simulator (the binary, serve's own tests) starts it and hands serve its URL.
+#[test]
+fn serve_does_not_depend_on_sim() {
+    let workspace = Workspace::load();
+    let serve = workspace.package("ticktrade-serve");
+    assert!(serve.is_some(), "ticktrade-serve not found in the workspace");
+    let violations: Vec<String> = serve
+        .iter()
+        .filter(|package| package.normal_dependencies().any(|dep| dep == "ticktrade-sim"))
+        .map(|package| {
+            format!("{}: ticktrade-serve depends on ticktrade-sim (a dev-dependency is fine)", package.manifest_rel)
+        })
+        .collect();
+    report("serve's dependencies", &violations);
 }
 
 #[test]

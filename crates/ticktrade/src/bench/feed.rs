@@ -233,8 +233,10 @@ fn fanout_run(args: &Args, drains: &Runtime, n: usize, raw: bool) -> anyhow::Res
         .enable_all()
         .build()
         .context("starting the server's runtime")?;
+    let sim_config = SimConfig { rate_per_s: args.sim_rate, ..SimConfig::default() };
+    let sim = server_rt.block_on(ticktrade_sim::spawn_loopback(sim_config)).context("starting the simulator")?;
     let config = ServeConfig {
-        upstream: UpstreamSource::Sim(Box::new(SimConfig { rate_per_s: args.sim_rate, ..SimConfig::default() })),
+        upstream: UpstreamSource::Url(sim.ws_url()),
         instruments: Some(vec![args.instrument.clone()]),
         raw,
         max_connections: n + 16,
@@ -304,7 +306,10 @@ fn fanout_run(args: &Args, drains: &Runtime, n: usize, raw: bool) -> anyhow::Res
     for c in clients.into_iter().chain(floor_clients) {
         c.abort();
     }
-    server_rt.block_on(serve.shutdown());
+    server_rt.block_on(async {
+        serve.shutdown().await;
+        sim.shutdown().await;
+    });
     server_rt.shutdown_timeout(Duration::from_secs(1));
     if after.drops > before.drops {
         eprintln!("note: {} frames dropped (queues full) during the {n}-client run", after.drops - before.drops);

@@ -1,5 +1,6 @@
-//! What the binary's integration tests share: a `ticktrade sim` process as a user starts it.
-//! Each test binary uses part of it.
+//! What the binary's integration tests share: a `ticktrade sim` (or `serve`) process as a user
+//! starts it, and the check that every flag of a subcommand is passed by a test. Each test
+//! binary uses part of it.
 
 #![allow(dead_code)]
 
@@ -40,14 +41,19 @@ impl SimProcess {
 
     /// Starts `ticktrade sim ARGS` with extra environment variables (`RUST_LOG`…).
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> SimProcess {
+        SimProcess::start_subcommand("sim", args, env)
+    }
+
+    /// Starts `ticktrade SUBCOMMAND ARGS` (a server that prints a banner ending in "Ctrl-C").
+    pub fn start_subcommand(subcommand: &str, args: &[&str], env: &[(&str, &str)]) -> SimProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ticktrade"))
-            .arg("sim")
+            .arg(subcommand)
             .args(args)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("ticktrade sim starts");
+            .expect("ticktrade starts");
         let lines = line_channel(child.stdout.take().expect("piped stdout"));
         let log_lines = line_channel(child.stderr.take().expect("piped stderr"));
         let mut banner = Vec::new();
@@ -93,4 +99,25 @@ impl Drop for SimProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The flags `ticktrade SUBCOMMAND --help` lists that no test file in `files` (under this
+/// crate's `tests/`) passes as a string literal (`"--flag"`). Panics if fewer than `min`
+/// flags were parsed from the help (a help format the parser no longer reads).
+pub fn untested_flags(subcommand: &str, files: &[&str], min: usize) -> Vec<String> {
+    let help = Command::new(env!("CARGO_BIN_EXE_ticktrade")).args([subcommand, "--help"]).output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    let flags: Vec<String> = help
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('-'))
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
+        .map(|w| w.trim_end_matches(',').to_owned())
+        .filter(|f| f != "--help" && f != "--version")
+        .collect();
+    assert!(flags.len() >= min, "flags parsed from --help: {flags:?}\n{help}");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests");
+    let tests: String =
+        files.iter().map(|f| std::fs::read_to_string(format!("{dir}/{f}")).unwrap()).collect::<Vec<_>>().join("\n");
+    flags.into_iter().filter(|f| !tests.contains(&format!("\"{f}\""))).collect()
 }

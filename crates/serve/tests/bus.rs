@@ -1,0 +1,306 @@
+//! Books across machines on a real NATS server (`nats-server`, the project's pinned build,
+//! started per test): a publisher (`publish`) over the simulator and edges
+//! (`UpstreamSource::Nats`) serving their own clients from the bus. Every client follows its
+//! chain (a gap fails the test) and its book comes to equal the simulator's; through a NATS
+//! server restart and a publisher restart the edges resync and carry on; bad input is a
+//! clear error at start, and malformed or out-of-sequence messages are counted and resynced.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::future;
+use serde_json::{Value, json};
+use ticktrade_book::l2::L2Book;
+use ticktrade_bus::async_nats;
+use ticktrade_core::{InstrumentSpec, Side};
+use ticktrade_deribit_proto::{BookKind, decode_book_units};
+use ticktrade_serve::{BusConfig, BusCounters, ServeConfig, ServeError, ServeHandle, UpstreamSource};
+use ticktrade_sim::{SimConfig, SimHandle};
+use ticktrade_testkit::{NatsServer, WsClient};
+
+/// Clients per edge. The fan-out itself is tested with 200 clients on one server
+/// (`fanout.rs`); here what is new is the bus between servers, so a few clients per edge
+/// prove every one of them is served, and keep this file's run short on a shared machine.
+const CLIENTS: usize = 12;
+const INSTRUMENT: &str = "BTC-PERPETUAL";
+
+fn bus(url: &str) -> BusConfig {
+    BusConfig::parse(url, None, |_| None).unwrap()
+}
+
+async fn publisher(sim: &SimHandle, nats: &str) -> ServeHandle {
+    let config =
+        ServeConfig { upstream: UpstreamSource::Url(sim.ws_url()), publish: Some(bus(nats)), ..ServeConfig::default() };
+    ticktrade_serve::spawn(config).await.unwrap()
+}
+
+async fn edge(nats: &str) -> ServeHandle {
+    let config = ServeConfig { upstream: UpstreamSource::Nats(bus(nats)), ..ServeConfig::default() };
+    ticktrade_serve::spawn(config).await.unwrap()
+}
+
+async fn sim() -> SimHandle {
+    ticktrade_sim::spawn_loopback(SimConfig { rate_per_s: 400, ..SimConfig::default() }).await.unwrap()
+}
+
+async fn spec(sim: &SimHandle) -> InstrumentSpec {
+    let mut ws = WsClient::connect(&sim.ws_url()).await;
+    let reply = ws.call_text("public/get_instruments", json!({"currency":"any"})).await;
+    ticktrade_deribit_proto::instrument::parse_instruments_response(&reply, 0)
+        .unwrap()
+        .into_iter()
+        .find(|s| s.name == INSTRUMENT)
+        .unwrap()
+}
+
+fn top(book: &L2Book, spec: &InstrumentSpec, side: Side) -> Vec<(String, String)> {
+    book.top(side, 10)
+        .map(|l| (spec.price_to_decimal(l.price).to_string(), spec.qty_to_decimal(l.qty).to_string()))
+        .collect()
+}
+
+/// A client of an edge on `book.BTC-PERPETUAL.raw`: follows its chain (panics on a gap).
+struct Follower {
+    ws: WsClient,
+    book: L2Book,
+    changes: u64,
+    snapshots: u64,
+    updates: Vec<ticktrade_book::l2::LevelUpdate>,
+}
+
+impl Follower {
+    async fn connect(serve: &ServeHandle) -> Follower {
+        let mut ws = WsClient::connect(&serve.ws_url()).await;
+        let reply = ws.call("public/subscribe", json!({"channels": [format!("book.{INSTRUMENT}.raw")]})).await;
+        assert_eq!(reply["result"].as_array().unwrap().len(), 1, "{reply}");
+        Follower { ws, book: L2Book::new(), changes: 0, snapshots: 0, updates: Vec::new() }
+    }
+
+    /// Follows `more` changes, then until the book equals the simulator's.
+    async fn converge(&mut self, sim: &SimHandle, spec: &InstrumentSpec, more: u64) {
+        let target = self.changes + more;
+        loop {
+            let text = self.ws.next_text().await.expect("socket closed");
+            let v: Value = serde_json::from_str(&text).unwrap();
+            if v["params"]["channel"].as_str() != Some(&format!("book.{INSTRUMENT}.raw")) {
+                continue;
+            }
+            let header = decode_book_units(text.as_bytes(), spec, &mut self.updates).unwrap();
+            match header.kind {
+                BookKind::Snapshot => {
+                    self.snapshots += 1;
+                    self.book.apply_snapshot(header.change_id, &self.updates);
+                }
+                _ => {
+                    let prev = header.prev_change_id.unwrap();
+                    assert_eq!(self.book.last_change_id(), Some(prev), "broken chain");
+                    self.book.apply_change(header.change_id, prev, &self.updates).unwrap();
+                    self.changes += 1;
+                }
+            }
+            if self.changes >= target {
+                let want = sim.book_top(INSTRUMENT, 10).await.unwrap();
+                let dec = |l: &Vec<(ticktrade_core::Decimal, ticktrade_core::Decimal)>| {
+                    l.iter().map(|(p, q)| (p.to_string(), q.to_string())).collect::<Vec<_>>()
+                };
+                if top(&self.book, spec, Side::Buy) == dec(&want.bids)
+                    && top(&self.book, spec, Side::Sell) == dec(&want.asks)
+                {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+async fn converge_all(followers: &mut [Follower], sim: &SimHandle, spec: &InstrumentSpec, more: u64) {
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        future::join_all(followers.iter_mut().map(|f| f.converge(sim, spec, more))),
+    )
+    .await
+    .expect("clients did not converge on the simulator's book");
+}
+
+async fn bus_counters(serve: &ServeHandle) -> BusCounters {
+    serve.totals().await.unwrap().bus.unwrap()
+}
+
+/// Waits (polling) until `pred` holds for `serve`'s bus counters.
+async fn wait_bus(serve: &ServeHandle, what: &str, pred: impl Fn(&BusCounters) -> bool) -> BusCounters {
+    for _ in 0..300 {
+        let c = bus_counters(serve).await;
+        if pred(&c) {
+            return c;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what}: {:?}", bus_counters(serve).await);
+}
+
+async fn metrics(serve: &ServeHandle) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(serve.addr()).await.unwrap();
+    tcp.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).await.unwrap();
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_edges_serve_the_simulators_books_through_restarts() {
+    let mut nats = NatsServer::start();
+    let sim = sim().await;
+    let spec = spec(&sim).await;
+    let mut publisher = publisher(&sim, &nats.url()).await;
+    let edges = [edge(&nats.url()).await, edge(&nats.url()).await];
+    let mut followers = Vec::new();
+    for e in &edges {
+        for _ in 0..CLIENTS {
+            followers.push(Follower::connect(e).await);
+        }
+    }
+    converge_all(&mut followers, &sim, &spec, 20).await;
+    assert!(followers.iter().all(|f| f.snapshots == 1), "one snapshot each, then changes only");
+    let published = bus_counters(&publisher).await;
+    assert!(published.publisher && published.connected && published.published > 0, "{published:?}");
+    assert_eq!(published.dropped, 0);
+    for e in &edges {
+        let c = bus_counters(e).await;
+        assert!(!c.publisher && c.connected && c.received > 0 && c.malformed == 0, "{c:?}");
+        assert!(metrics(e).await.contains("ticktrade_serve_bus_connected 1\n"));
+    }
+
+    // The NATS server restarts: the edges see the bus go, then resync and carry on.
+    nats.kill();
+    for e in &edges {
+        wait_bus(e, "edge never saw the bus go", |c| !c.connected).await;
+        assert!(metrics(e).await.contains("ticktrade_serve_bus_connected 0\n"), "/metrics shows the bus gone");
+    }
+    nats.restart();
+    for e in &edges {
+        wait_bus(e, "edge did not reconnect", |c| c.connected && c.disconnects >= 1).await;
+    }
+    converge_all(&mut followers, &sim, &spec, 10).await;
+
+    // The publisher restarts (a new run id): the edges resync from its snapshots.
+    let before: Vec<u64> = future::join_all(edges.iter().map(bus_counters)).await.iter().map(|c| c.gaps).collect();
+    publisher.shutdown().await;
+    publisher = self::publisher(&sim, &nats.url()).await;
+    for (e, gaps) in edges.iter().zip(before) {
+        wait_bus(e, "edge did not see the publisher restart", |c| c.gaps > gaps && c.resyncs >= 1).await;
+    }
+    converge_all(&mut followers, &sim, &spec, 10).await;
+    for e in edges {
+        e.shutdown().await;
+    }
+    publisher.shutdown().await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_messages_are_skipped_and_sequence_gaps_resync() {
+    let nats = NatsServer::start();
+    let sim = sim().await;
+    let spec = spec(&sim).await;
+    let publisher = publisher(&sim, &nats.url()).await;
+    let edge = edge(&nats.url()).await;
+    let mut followers = vec![Follower::connect(&edge).await, Follower::connect(&edge).await];
+    converge_all(&mut followers, &sim, &spec, 10).await;
+
+    // Someone else on the subject: a message without headers, one whose payload is not a
+    // notification of that channel, then a real frame with a jump in the sequence.
+    let rogue = async_nats::connect(nats.url()).await.unwrap();
+    let subject = format!("ticktrade.deribit.book.{INSTRUMENT}");
+    let mut spy = rogue.subscribe(subject.clone()).await.unwrap();
+    rogue.flush().await.unwrap();
+    let real = futures_util::StreamExt::next(&mut spy).await.unwrap();
+    let headers = real.headers.clone().unwrap();
+    let publisher_id = headers.get("Ticktrade-Publisher").unwrap().to_string();
+    let seq: u64 = headers.get("Ticktrade-Seq").unwrap().to_string().parse().unwrap();
+    rogue.publish(subject.clone(), Bytes::from_static(b"{}")).await.unwrap();
+    let mut forged = async_nats::HeaderMap::new();
+    forged.insert("Ticktrade-Publisher", publisher_id.as_str());
+    forged.insert("Ticktrade-Seq", (seq + 1_000).to_string().as_str());
+    rogue.publish_with_headers(subject.clone(), forged.clone(), Bytes::from_static(b"not json")).await.unwrap();
+    forged.insert("Ticktrade-Seq", (seq + 2_000).to_string().as_str());
+    rogue.publish_with_headers(subject, forged, real.payload.clone()).await.unwrap();
+    rogue.flush().await.unwrap();
+    let c =
+        wait_bus(&edge, "malformed messages not counted, or no resync", |c| c.malformed >= 2 && c.resyncs >= 1).await;
+    assert!(c.gaps >= 1, "{c:?}");
+    // The clients never saw a broken chain and still follow the simulator.
+    converge_all(&mut followers, &sim, &spec, 10).await;
+    edge.shutdown().await;
+    publisher.shutdown().await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_subscriber_does_not_slow_an_edge_or_the_publisher() {
+    let nats = NatsServer::start();
+    let sim = sim().await;
+    let spec = spec(&sim).await;
+    let publisher = publisher(&sim, &nats.url()).await;
+    let edge = edge(&nats.url()).await;
+    // A deliberately slow edge: subscribed to everything with room for 4 messages, never read.
+    let slow_events = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = std::sync::Arc::clone(&slow_events);
+    let slow = async_nats::ConnectOptions::new()
+        .subscription_capacity(4)
+        .event_callback(move |e| {
+            let counted = std::sync::Arc::clone(&counted);
+            async move {
+                if matches!(e, async_nats::Event::SlowConsumer(_)) {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        })
+        .connect(nats.url())
+        .await
+        .unwrap();
+    let _stalled = slow.subscribe("ticktrade.deribit.>").await.unwrap();
+    let mut followers = vec![Follower::connect(&edge).await, Follower::connect(&edge).await];
+    converge_all(&mut followers, &sim, &spec, 30).await;
+    assert!(slow_events.load(std::sync::atomic::Ordering::Relaxed) > 0, "the stalled subscriber fell behind");
+    let p = bus_counters(&publisher).await;
+    assert_eq!((p.dropped, p.publish_errors), (0, 0), "the publisher was not slowed: {p:?}");
+    let e = bus_counters(&edge).await;
+    assert_eq!((e.gaps, e.slow_consumers, e.malformed), (0, 0, 0), "the other edge lost nothing: {e:?}");
+    edge.shutdown().await;
+    publisher.shutdown().await;
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn unreachable_bus_and_bad_credentials_fail_at_start() {
+    let port = ticktrade_testkit::nats::free_port();
+    let config = ServeConfig {
+        upstream: UpstreamSource::Nats(bus(&format!("nats://127.0.0.1:{port}"))),
+        ..ServeConfig::default()
+    };
+    let err = ticktrade_serve::spawn(config).await.err().expect("no NATS server there");
+    let text = err.to_string();
+    assert!(matches!(err, ServeError::Bus(_)) && text.contains(&format!("127.0.0.1:{port}")), "{text}");
+
+    let nats = NatsServer::start_with(&["--user", "edge", "--pass", "right-one"]);
+    let wrong = format!("nats://edge:wrong-one@127.0.0.1:{}", nats.port());
+    let config = ServeConfig { upstream: UpstreamSource::Nats(bus(&wrong)), ..ServeConfig::default() };
+    let err = ticktrade_serve::spawn(config).await.err().expect("the login must be refused");
+    let text = format!("{err} {err:?}");
+    assert!(matches!(err, ServeError::Bus(_)), "{text}");
+    assert!(!text.contains("wrong-one"), "the password leaked: {text}");
+    // The right password gets in (and stays out of messages too).
+    let sim = sim().await;
+    let right = format!("nats://edge:right-one@127.0.0.1:{}", nats.port());
+    let config = ServeConfig {
+        upstream: UpstreamSource::Url(sim.ws_url()),
+        publish: Some(bus(&right)),
+        ..ServeConfig::default()
+    };
+    let serve = ticktrade_serve::spawn(config).await.unwrap();
+    assert!(bus_counters(&serve).await.connected);
+    serve.shutdown().await;
+    sim.shutdown().await;
+}
