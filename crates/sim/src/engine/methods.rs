@@ -178,8 +178,8 @@ fn check_owner(order: Option<&Order>, account: AccountId) -> Result<&Order, RpcE
 
 /// The private method families kept in their own modules: the session's account is checked
 /// once, here, before any of them runs.
-const PRIVATE_FAMILIES: [&[&str]; 3] =
-    [super::quotes::METHODS, super::trigger_history::METHODS, super::margins::METHODS];
+const PRIVATE_FAMILIES: [&[&str]; 4] =
+    [super::quotes::METHODS, super::trigger_history::METHODS, super::margins::METHODS, super::account_reads::METHODS];
 
 /// Calls `method`. `account` is `Some` for private methods (checked by the caller).
 pub fn call(
@@ -482,15 +482,32 @@ pub fn call(
                 market.ex.user_trades(ExAccount(acc()?), filter).map(|t| market.render_user_trade(t)).collect();
             json(&trades)
         }
-        other if PRIVATE_FAMILIES.iter().any(|family| family.contains(&other)) => {
-            let account = acc()?;
-            super::quotes::call(market, now, account, other, raw, out)
-                .or_else(|| super::trigger_history::call(market, account, other, raw))
-                .or_else(|| super::margins::call(market, now, account, other, raw, out))
-                .unwrap_or_else(|| Err(RpcError::method_not_found()))
-        }
-        other => super::market_data::call(market, other, raw).unwrap_or_else(|| Err(RpcError::method_not_found())),
+        other => families(market, now, account, other, raw, out),
     }
+}
+
+/// The method families kept in their own modules.
+fn families(
+    market: &mut Market,
+    now: Utc,
+    account: Option<AccountId>,
+    method: &str,
+    raw: Option<&RawValue>,
+    out: &mut Vec<Event>,
+) -> Result<String, RpcError> {
+    if PRIVATE_FAMILIES.iter().any(|family| family.contains(&method)) {
+        let account = account.ok_or_else(|| RpcError::new(10000, "authorization_required"))?;
+        return super::quotes::call(market, now, account, method, raw, out)
+            .or_else(|| super::trigger_history::call(market, account, method, raw))
+            .or_else(|| super::margins::call(market, now, account, method, raw, out))
+            .or_else(|| super::account_reads::call(market, account, method, raw))
+            .unwrap_or_else(|| Err(RpcError::method_not_found()));
+    }
+    super::market_data::call(market, method, raw)
+        .or_else(|| super::history_data::call(market, now, method, raw))
+        .or_else(|| super::settlements::call(market, account, method, raw))
+        .or_else(|| super::combo_methods::call(market, now, method, raw))
+        .unwrap_or_else(|| Err(RpcError::method_not_found()))
 }
 
 /// `get_user_trades_by_{instrument,currency}[_and_time]`: newest first unless `sorting` is
