@@ -10,6 +10,7 @@
 //!
 //! # Layout
 //! - `methods`: the RPC methods answered here: trading, account reads, books and tickers.
+//! - `books`: instruments, books, tickers, indexes, summaries, charts (public).
 //! - `market_data`: the other public market-data reads (trade history, indexes, volumes).
 //! - `margins`: margin reads and `cancel_all_by_currency_pair`.
 //! - `quotes`: mass quotes and market maker protection.
@@ -21,6 +22,7 @@
 //! - `publish`: subscriptions, snapshots, aggregation (100ms/agg2), fan-out.
 
 mod account_reads;
+mod books;
 mod combo_methods;
 mod history_data;
 mod margins;
