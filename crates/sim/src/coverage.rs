@@ -207,6 +207,15 @@ pub fn render_table() -> String {
         count(|c| matches!(c, Coverage::OutOfScope(_))),
         count(|c| *c == Coverage::NotYetServed),
     ));
+    out.push_str("Served answers come from the simulator's own state. Price history: each instrument's ");
+    out.push_str("mark sampled once a second (ten minutes kept), each index once a minute (a week) and ");
+    out.push_str("once an hour (a year); a delivery price is the index sampled in the 08:00 UTC hour; ");
+    out.push_str("volatility is the realised volatility of the index's minute samples, annualised, in ");
+    out.push_str("percent. Settlements and the transaction log: the exchange's ledger of each account's ");
+    out.push_str("fills and deliveries, with the balance after each (expiries settle at the mark; there ");
+    out.push_str("is no daily settlement and no funding model, so every interest figure is 0). Combos ");
+    out.push_str("are listed, created and priced (`get_leg_prices`) but not traded. An API key is one ");
+    out.push_str("account: `get_subaccounts` lists it as the main account.\n\n");
     out.push_str("| method | coverage |\n|---|---|\n");
     for (method, coverage) in rows {
         let cell = match coverage {
