@@ -2,7 +2,9 @@
 
 This is the proof that the embedded exchange speaks Deribit's API well enough for a widely used
 third-party client: REST (GET with query strings, `deri-hmac-sha256` signed private calls) and
-WebSocket subscriptions, over plain http/ws and over TLS with the client's verification off.
+WebSocket subscriptions, over plain http/ws and over TLS with the client's verification off;
+and the calls market-data users make: start-up (markets, currencies, time, status), tickers,
+OHLCV candles and funding rates.
 """
 
 import asyncio
@@ -71,6 +73,66 @@ def test_fetch_order_book_and_ticker(exchange):
     assert ticker["symbol"] == PERP
     assert ticker["bid"] is not None and ticker["ask"] is not None
     assert ticker["bid"] <= ticker["ask"]
+
+
+def test_start_up_calls_all_succeed(sim):
+    """A fresh client's start-up (markets, currencies, time, status): every reply is a result."""
+    client = rest_client(sim.port)
+    replies = []
+    original = client.fetch
+
+    def recording_fetch(url, method="GET", headers=None, body=None):
+        reply = original(url, method, headers, body)
+        replies.append((url, reply))
+        return reply
+
+    client.fetch = recording_fetch
+    client.load_markets()
+    client.fetch_currencies()
+    client.fetch_time()
+    client.fetch_status()
+    assert len(replies) >= 3, replies
+    errors = [(url, reply) for url, reply in replies if not isinstance(reply, dict) or "error" in reply]
+    assert errors == [], errors
+    assert any(m["future"] and not m["swap"] for m in client.markets.values()), "no dated futures"
+
+
+def test_fetch_tickers_of_a_currency(exchange):
+    # ccxt asks Deribit's book summaries of one base currency at a time.
+    dated = next(s for s, m in exchange.markets.items() if m["future"] and m["base"] == "BTC" and not m["swap"])
+    tickers = exchange.fetch_tickers([PERP, dated])
+    assert PERP in tickers and dated in tickers, sorted(tickers)[:20]
+    for symbol in (PERP, dated):
+        ticker = tickers[symbol]
+        assert ticker["bid"] is not None and ticker["ask"] is not None, ticker
+        assert ticker["bid"] <= ticker["ask"], ticker
+
+
+def test_fetch_ohlcv_candles_are_consistent(exchange):
+    # A trade first, so the current minute has a candle of its own.
+    exchange.create_order(PERP, "market", "buy", 10)
+    candles = exchange.fetch_ohlcv(PERP, "1m", limit=5)
+    assert 1 <= len(candles) <= 5, candles
+    for ts, o, h, low, c, v in candles:
+        assert ts % 60_000 == 0, ts
+        assert low <= min(o, c) and h >= max(o, c), (o, h, low, c)
+        assert v >= 0
+    assert [c[0] for c in candles] == sorted(c[0] for c in candles)
+    exchange.create_order(PERP, "market", "sell", 10)
+
+
+def test_fetch_funding_rate_and_history(exchange):
+    rate = exchange.fetch_funding_rate(PERP)
+    assert rate["symbol"] == PERP
+    assert rate["fundingRate"] == 0, rate  # the simulator has no funding model
+    history = exchange.fetch_funding_rate_history(PERP)
+    # The simulator samples its index on the hour; the first sample is taken at start.
+    assert len(history) >= 1, history
+    now = exchange.milliseconds()
+    for entry in history:
+        assert entry["symbol"] == PERP
+        assert entry["fundingRate"] == 0
+        assert now - 30 * 86_400_000 <= entry["timestamp"] <= now, entry
 
 
 def test_limit_order_lifecycle(exchange):

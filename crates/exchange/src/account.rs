@@ -81,6 +81,8 @@ pub struct Account {
     pub positions: FxHashMap<u32, Position>,
     /// House accounts (the synthetic market makers) skip margin checks.
     pub margin_exempt: bool,
+    /// The account's own `self_trading_reject_mode`; `None` follows `Config::self_trade`.
+    pub self_trade: Option<crate::engine::SelfTrade>,
 }
 
 /// An account summary in one currency (`private/get_account_summary`).
@@ -260,6 +262,7 @@ impl Account {
             balances: initial.iter().map(|&balance| Balance { balance, ..Balance::default() }).collect(),
             positions: FxHashMap::default(),
             margin_exempt: false,
+            self_trade: None,
         }
     }
 

@@ -163,6 +163,8 @@ pub struct Exchange {
     pub(crate) next_expiry: Option<Utc>,
     /// Market maker protection: configs, fill windows and freezes (see `mmp.rs`).
     pub(crate) mmp: Mmp,
+    /// Balance changes and expiries (see `ledger.rs`).
+    pub(crate) ledger: crate::ledger::Ledger,
     pub(crate) scratch: Scratch,
 }
 
@@ -205,6 +207,7 @@ impl Exchange {
             gtd: Vec::new(),
             next_expiry: catalogue.iter().filter_map(|i| i.expiration_timestamp).min(),
             mmp: Mmp::default(),
+            ledger: crate::ledger::Ledger::default(),
             scratch: Scratch::default(),
             catalogue,
             config,
@@ -238,6 +241,16 @@ impl Exchange {
     /// Marks an account as the house (no margin checks), e.g. the synthetic market makers.
     pub fn set_margin_exempt(&mut self, account: AccountId, exempt: bool) {
         self.account_mut(account).margin_exempt = exempt;
+    }
+
+    /// Sets what a self-trade of `account` does (Deribit's `private/set_self_trading_config`).
+    pub fn set_self_trade(&mut self, account: AccountId, mode: SelfTrade) {
+        self.account_mut(account).self_trade = Some(mode);
+    }
+
+    /// What a self-trade of `account` does: its own setting, else the venue's default.
+    pub fn self_trade(&self, account: AccountId) -> SelfTrade {
+        self.accounts.get(&account).and_then(|a| a.self_trade).unwrap_or(self.config.self_trade)
     }
 
     /// Adds `amount` (may be negative) to an account's balance in `currency`.

@@ -4,13 +4,15 @@
 //! `BookLevel`, `BookBatch`). All are `Copy` and carry ids, ticks and lots, so pushing one
 //! into the caller's `Vec` never allocates once the `Vec` has grown.
 //! Must not: know channel names or JSON (the simulator maps events to `user.orders.*`,
-//! `user.trades.*`, `trades.*`, `book.*`, `ticker.*`, `user.portfolio.*`).
+//! `user.trades.*`, `trades.*`, `book.*`, `ticker.*`, `user.portfolio.*`,
+//! `user.mmp_trigger.*`).
 
 use ticktrade_core::{InstrumentId, Price, Qty, Side, Utc};
 
-use crate::catalogue::CurrencyId;
+use crate::catalogue::{CurrencyId, IndexId};
+use crate::mmp::Frozen;
 use crate::money::Money;
-use crate::order::{AccountId, Label, Liquidity, Order, OrderState, OrderType};
+use crate::order::{AccountId, Label, Liquidity, Order, OrderState, OrderType, Tag};
 
 /// The result of a successful request.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -134,5 +136,13 @@ pub enum Event {
     /// Best bid/ask, last, mark or index changed (`ticker.*`, `quote.*`).
     Ticker {
         instrument: InstrumentId,
+    },
+    /// Market maker protection froze a group's quotes (`user.mmp_trigger.*`); its MMP
+    /// orders were cancelled (reason `mmp_trigger`, in the `Order` events before this one).
+    MmpTrigger {
+        account: AccountId,
+        index: IndexId,
+        group: Tag,
+        frozen: Frozen,
     },
 }

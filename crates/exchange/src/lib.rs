@@ -30,6 +30,7 @@
 //! - `manage`: cancel, cancel-all, edit, close-position, GTD expiry, triggers.
 //! - `mmp`: market maker protection, `mass_quote`, `cancel_quotes`.
 //! - `money`: `Money`, exact fixed-point (10^-12) balances, fees, PnL and margins.
+//! - `ledger`: balance changes per account (fills, deliveries) and expiries, bounded.
 //! - `account`: positions, balances, fees, the margin model.
 //! - `query`: price inputs and read-only queries (orders, positions, summary, book, ticker…).
 //! - `naive`: `NaiveMatcher`, the linear-scan reference matcher (tests, bench baseline).
@@ -40,6 +41,7 @@ pub mod catalogue;
 pub mod engine;
 pub mod event;
 mod history;
+pub mod ledger;
 mod manage;
 mod matching;
 pub mod mmp;
@@ -54,6 +56,7 @@ pub use account::{AccountSummary, Position};
 pub use catalogue::{Catalogue, CatalogueParams, CurrencyId, IndexId, Instrument};
 pub use engine::{Candle, Config, Exchange, Request, SelfTrade, session_end};
 pub use event::{BookAction, BookBatch, BookLevel, Event, PublicTrade, Reply, UserTrade};
+pub use ledger::{Delivery, LedgerEntry, LedgerKind};
 pub use mmp::{Frozen, MassQuote, MassQuoteReply, MmpConfig, MmpKey, Quote, QuoteFilter, QuoteSide};
 pub use money::Money;
 pub use order::{

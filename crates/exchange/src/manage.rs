@@ -11,6 +11,7 @@ use ticktrade_core::{Decimal, InstrumentId, Price, Qty, Side, Utc};
 use crate::catalogue::Instrument;
 use crate::engine::Exchange;
 use crate::event::Event;
+use crate::ledger::{Delivery, LedgerKind, trade_entry};
 use crate::money::Money;
 use crate::order::{
     AccountId, CancelReason, EditParams, Order, OrderRef, OrderState, OrderType, PlaceParams, Size, TimeInForce,
@@ -64,28 +65,48 @@ impl Exchange {
                 self.cancel_resting(now, id, CancelReason::Expired, out);
             }
             let price = self.mark_price(instrument);
-            let Some(inst) = self.catalogue.get(instrument) else { continue };
+            let index = self.index_price_of(instrument);
+            let open_interest = self.markets[i].open_interest;
+            let mut longs_pnl = Money::ZERO;
             let mut accounts: Vec<_> = self.accounts.keys().copied().collect();
             accounts.sort_unstable();
             for account in accounts {
+                let Some(inst) = self.catalogue.get(instrument) else { continue };
                 let Some(acc) = self.accounts.get_mut(&account) else { continue };
                 let Some(pos) = acc.positions.get_mut(&instrument.0) else { continue };
                 if pos.size == 0 {
                     continue;
                 }
                 let pnl = pos.floating_pnl(inst, price);
+                let settled = pos.size;
+                if settled > 0 {
+                    longs_pnl += pnl;
+                }
                 pos.realized_pnl += pnl;
                 pos.size = 0;
                 pos.average_price = Money::ZERO;
-                let bal = acc.balance_mut(inst.settlement_currency);
+                let currency = inst.settlement_currency;
+                let bal = acc.balance_mut(currency);
                 bal.balance += pnl;
                 bal.session_rpl += pnl;
                 out.push(Event::Position { account, instrument });
-                let key = (account, inst.settlement_currency);
+                let key = (account, currency);
                 if !self.scratch.portfolios.contains(&key) {
                     self.scratch.portfolios.push(key);
                 }
+                let kind = LedgerKind::Delivery { position: settled, price };
+                let entry = trade_entry(inst, account, currency, now, kind, pnl, Money::ZERO, pnl, (price, index));
+                self.record_ledger(entry);
             }
+            let delivery = Delivery {
+                instrument,
+                timestamp: now,
+                price,
+                index_price: index,
+                open_interest,
+                profit_loss: longs_pnl,
+            };
+            self.record_delivery(delivery);
             self.markets[i].open_interest = 0;
             self.note_ticker(instrument);
         }

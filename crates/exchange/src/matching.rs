@@ -14,11 +14,26 @@ use ticktrade_core::{InstrumentId, InstrumentKind, Price, Qty, Side, Utc};
 use crate::account::{fee, order_margin};
 use crate::engine::{Candle, Exchange, SelfTrade};
 use crate::event::{BookAction, BookBatch, BookLevel, Event, PublicTrade, UserTrade};
+use crate::ledger::{LedgerKind, trade_entry};
 use crate::money::Money;
 use crate::order::{AccountId, CancelReason, Liquidity, Order, OrderState, OrderType, TimeInForce};
 use crate::reject::Reject;
 
 const MINUTE_NS: i64 = 60_000_000_000;
+
+/// One side of a fill, as `settle_fill` books it.
+#[derive(Clone, Copy)]
+struct Fill {
+    now: Utc,
+    trade_id: u64,
+    order_id: u64,
+    side: Side,
+    price: Price,
+    qty: Qty,
+    liquidity: Liquidity,
+    /// (mark, index) at the fill.
+    marks: (Money, Money),
+}
 
 impl Exchange {
     /// Matches a validated, not-yet-resting order and rests what is left when its type
@@ -57,7 +72,7 @@ impl Exchange {
             }
             let (maker_id, maker_price, maker_account) = (front.id, front.price, front.payload);
             if maker_account == order.account {
-                match self.config.self_trade {
+                match self.self_trade(order.account) {
                     SelfTrade::CancelMaker => {
                         self.cancel_resting(now, maker_id, CancelReason::SelfTrade, out);
                         continue;
@@ -122,7 +137,7 @@ impl Exchange {
             }
             for resting in book.orders_at(opposite, level.price) {
                 if resting.payload == order.account {
-                    if self.config.self_trade == SelfTrade::RejectTaker {
+                    if self.self_trade(order.account) == SelfTrade::RejectTaker {
                         return false;
                     }
                     continue;
@@ -299,8 +314,9 @@ impl Exchange {
         market.recent.push_back(public);
         out.push(Event::Order(maker));
         for (o, liquidity) in [(&maker, Liquidity::Maker), (&*order, Liquidity::Taker)] {
-            let (fee, pnl) =
-                self.settle_fill(o.account, order.instrument, o.side, price, qty, liquidity == Liquidity::Maker);
+            let fill =
+                Fill { now, trade_id, order_id: o.id, side: o.side, price, qty, liquidity, marks: (mark, index) };
+            let (fee, pnl) = self.settle_fill(o.account, order.instrument, fill);
             let Some(inst) = self.catalogue.get(order.instrument) else { return };
             let trade = UserTrade {
                 account: o.account,
@@ -347,33 +363,53 @@ impl Exchange {
 
     /// Position, balance, fee and open-interest effects of one side of a fill.
     /// Returns (fee, realised PnL).
-    fn settle_fill(
-        &mut self,
-        account: AccountId,
-        instrument: InstrumentId,
-        side: Side,
-        price: Price,
-        qty: Qty,
-        maker: bool,
-    ) -> (Money, Money) {
+    fn settle_fill(&mut self, account: AccountId, instrument: InstrumentId, f: Fill) -> (Money, Money) {
         let Some(inst) = self.catalogue.get(instrument) else { return (Money::ZERO, Money::ZERO) };
         let initial = &self.initial_balances;
         let acc = self.accounts.entry(account).or_insert_with(|| crate::account::Account::new(initial));
-        let fee = fee(inst, price, qty, maker);
+        let fee = fee(inst, f.price, f.qty, f.liquidity == Liquidity::Maker);
+        let trade = |position_before, position_after| LedgerKind::Trade {
+            trade_id: f.trade_id,
+            order_id: f.order_id,
+            side: f.side,
+            price: f.price,
+            qty: f.qty,
+            liquidity: f.liquidity,
+            position_before,
+            position_after,
+        };
         if inst.spec.kind == InstrumentKind::Spot {
-            let amount = inst.amount_money(qty);
-            let value = amount.mul(inst.price_money(price));
-            let (amount, value) = if side == Side::Buy { (amount, value) } else { (-amount, -value) };
+            let amount = inst.amount_money(f.qty);
+            let value = amount.mul(inst.price_money(f.price));
+            let (amount, value) = if f.side == Side::Buy { (amount, value) } else { (-amount, -value) };
             acc.balance_mut(inst.base).balance += amount;
             let quote = acc.balance_mut(inst.quote);
             quote.balance -= value + fee;
             quote.fees += fee;
+            let (base, quote_currency) = (inst.base, inst.quote);
+            let entries = [
+                trade_entry(inst, account, base, f.now, trade(0, 0), amount, Money::ZERO, Money::ZERO, f.marks),
+                trade_entry(
+                    inst,
+                    account,
+                    quote_currency,
+                    f.now,
+                    trade(0, 0),
+                    -(value + fee),
+                    fee,
+                    Money::ZERO,
+                    f.marks,
+                ),
+            ];
+            for entry in entries {
+                self.record_ledger(entry);
+            }
             return (fee, Money::ZERO);
         }
         let pos = acc.positions.entry(instrument.0).or_default();
         pos.instrument = instrument;
         let before = pos.size;
-        let pnl = pos.apply_fill(inst, side, price, qty);
+        let pnl = pos.apply_fill(inst, f.side, f.price, f.qty);
         pos.fees += fee;
         let after = pos.size;
         let bal = acc.balance_mut(inst.settlement_currency);
@@ -381,6 +417,18 @@ impl Exchange {
         bal.session_rpl += pnl;
         bal.fees += fee;
         self.markets[instrument.0 as usize].open_interest += after.max(0) - before.max(0);
+        let entry = trade_entry(
+            inst,
+            account,
+            inst.settlement_currency,
+            f.now,
+            trade(before, after),
+            pnl - fee,
+            fee,
+            pnl,
+            f.marks,
+        );
+        self.record_ledger(entry);
         (fee, pnl)
     }
 

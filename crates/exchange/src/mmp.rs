@@ -225,10 +225,11 @@ impl Exchange {
             return;
         }
         state.fills.clear();
-        state.frozen = Some(match config.frozen_time_s {
+        let frozen = match config.frozen_time_s {
             0 => Frozen::UntilReset,
             s => Frozen::Until(Utc(now.0 + i64::from(s) * SECOND_NS)),
-        });
+        };
+        state.frozen = Some(frozen);
         let catalogue = &self.catalogue;
         let mut ids: Vec<u64> = self
             .orders
@@ -241,6 +242,7 @@ impl Exchange {
         for id in ids {
             self.cancel_resting(now, id, CancelReason::MmpTrigger, out);
         }
+        out.push(Event::MmpTrigger { account: key.account, index: key.index, group: key.group, frozen });
     }
 
     /// `private/mass_quote`. Request-wide refusals (`valid_until` passed, quotes paused by

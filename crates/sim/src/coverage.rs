@@ -5,7 +5,7 @@
 //! methods not served yet, [`not_served`] (the error for any method the dispatch does not
 //! know) and [`render_table`], the coverage table of `docs/PROTOCOLS.md`. The served methods
 //! are not listed here: they are the dispatch's own lists (`session::*_METHODS`,
-//! `engine::ENGINE_METHODS`, `engine::MARKET_DATA_METHODS`, `engine::QUOTE_METHODS`, `engine::TRIGGER_HISTORY_METHODS`, `engine::MARGIN_METHODS`), so the table cannot claim a method the dispatch lacks.
+//! `engine::FAMILIES`), so the table cannot claim a method the dispatch lacks.
 //! Must not: route or answer a served method.
 //!
 //! A test (`tests/coverage.rs`) checks that every method of `testdata/deribit/examples/` is in
@@ -137,42 +137,14 @@ pub const OUT_OF_SCOPE: &[(&str, Area)] = &[
 
 /// Trading-relevant methods the simulator should serve and does not yet: they answer
 /// "method not found" like an unknown method, and the table says so.
-pub const NOT_YET_SERVED: &[&str] = &[
-    "public/get_combo_details",
-    "public/get_combo_ids",
-    "public/get_combos",
-    "public/get_delivery_prices",
-    "public/get_funding_chart_data",
-    "public/get_funding_rate_history",
-    "public/get_historical_volatility",
-    "public/get_index_chart_data",
-    "public/get_last_settlements_by_currency",
-    "public/get_last_settlements_by_instrument",
-    "public/get_mark_price_history",
-    "public/get_volatility_index_data",
-    "private/create_combo",
-    "private/get_leg_prices",
-    "private/get_new_announcements",
-    "private/get_settlement_history_by_currency",
-    "private/get_settlement_history_by_instrument",
-    "private/get_subaccounts",
-    "private/get_subaccounts_details",
-    "private/get_transaction_log",
-    "private/get_user_locks",
-    "private/set_announcement_as_read",
-    "private/set_self_trading_config",
-];
+pub const NOT_YET_SERVED: &[&str] = &[];
 
 /// Every method the dispatch answers, in dispatch order.
 pub fn served() -> impl Iterator<Item = &'static str> {
     crate::session::CONNECTION_METHODS
         .iter()
         .chain(crate::session::SUBSCRIBE_METHODS)
-        .chain(crate::engine::ENGINE_METHODS)
-        .chain(crate::engine::MARKET_DATA_METHODS)
-        .chain(crate::engine::QUOTE_METHODS)
-        .chain(crate::engine::TRIGGER_HISTORY_METHODS)
-        .chain(crate::engine::MARGIN_METHODS)
+        .chain(crate::engine::FAMILIES.into_iter().flatten())
         .copied()
 }
 
@@ -235,6 +207,15 @@ pub fn render_table() -> String {
         count(|c| matches!(c, Coverage::OutOfScope(_))),
         count(|c| *c == Coverage::NotYetServed),
     ));
+    out.push_str("Served answers come from the simulator's own state. Price history: each instrument's ");
+    out.push_str("mark sampled once a second (ten minutes kept), each index once a minute (a week) and ");
+    out.push_str("once an hour (a year); a delivery price is the index sampled in the 08:00 UTC hour; ");
+    out.push_str("volatility is the realised volatility of the index's minute samples, annualised, in ");
+    out.push_str("percent. Settlements and the transaction log: the exchange's ledger of each account's ");
+    out.push_str("fills and deliveries, with the balance after each (expiries settle at the mark; there ");
+    out.push_str("is no daily settlement and no funding model, so every interest figure is 0). Combos ");
+    out.push_str("are listed, created and priced (`get_leg_prices`) but not traded. An API key is one ");
+    out.push_str("account: `get_subaccounts` lists it as the main account.\n\n");
     out.push_str("| method | coverage |\n|---|---|\n");
     for (method, coverage) in rows {
         let cell = match coverage {

@@ -4,10 +4,13 @@
 //!
 //! Owns: the `Exchange` and the `SynthMarket` driving it, the catalogue's Deribit objects
 //! (built-in, or verbatim from a recorded `public/get_instruments` reply), and rendering of
-//! orders, trades, positions, tickers, books and account summaries into `api` objects.
+//! orders, trades, positions, tickers, books and account summaries into `api` objects; the
+//! sampled price history (`history`) and the combo registry (`combos`).
 //! Must not: match, validate or account on its own (the exchange does all of it), do I/O, or
 //! read a clock (time comes in as `Utc`).
 
+pub mod combos;
+mod history;
 mod render;
 
 use ticktrade_core::{InstrumentId, InstrumentKind, Price, Qty, Side, Utc};
@@ -17,6 +20,8 @@ use ticktrade_exchange::{
     SynthMarket,
 };
 
+pub use combos::{ComboError, Combos};
+pub use history::{History, Samples, stat, vol_series};
 pub use render::money;
 
 /// An account of the simulated venue (API keys map to accounts from `auth::FIRST_ACCOUNT`).
@@ -45,6 +50,11 @@ pub struct Market {
     /// `get_instruments` objects, indexed like the catalogue.
     infos: Vec<api::Instrument>,
     started_ms: i64,
+    /// Sampled marks and indexes (bounded rings, see `history`).
+    pub history: History,
+    pub combos: Combos,
+    /// Accounts that marked the simulator's announcement as read (one per API key at most).
+    pub announcement_read: Vec<AccountId>,
 }
 
 impl std::fmt::Debug for Market {
@@ -88,12 +98,16 @@ impl Market {
         let synth_config =
             SynthConfig { seed, actions_per_sec: rate_per_s, maker: ExAccount(HOUSE), ..SynthConfig::default() };
         let synth = SynthMarket::new(&mut ex, synth_config);
-        Market { ex, synth, infos, started_ms: now.as_millis() }
+        let history = History::new(infos.len(), ex.catalogue().indexes().len());
+        let first_combo_id = infos.iter().map(|i| i.instrument_id).max().unwrap_or(0) + 1;
+        let combos = Combos::new(ex.catalogue(), first_combo_id, now);
+        Market { ex, synth, infos, started_ms: now.as_millis(), history, combos, announcement_read: Vec::new() }
     }
 
     /// Advances the synthetic market to `now` (the first call builds every book).
     pub fn step(&mut self, now: Utc, out: &mut Vec<Event>) {
         self.synth.step(&mut self.ex, now, out);
+        self.history.record(now, &self.ex);
     }
 
     /// Handles a request of `account` (expiries and good-til-day orders advance first).

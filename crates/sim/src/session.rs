@@ -29,9 +29,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::auth::{Grant, Tokens};
 use crate::clock::SimClock;
-use crate::engine::{
-    Command, ENGINE_METHODS, MARGIN_METHODS, MARKET_DATA_METHODS, QUOTE_METHODS, TRIGGER_HISTORY_METHODS,
-};
+use crate::engine::{Command, FAMILIES};
 use crate::fault::{FaultLog, Faults};
 use crate::rpc::{self, RpcError, Timing};
 use ticktrade_core::Mono;
@@ -201,9 +199,17 @@ pub async fn handle_call(
 }
 
 fn scope_allows(grant: &Grant, method: &str) -> bool {
-    // MMP settings and the currency-pair cancel change orders: Deribit asks `trade:read_write`.
+    // MMP settings, the currency-pair cancel, combo creation and the self-trading mode change
+    // what orders do: Deribit asks `trade:read_write`.
     let writes = matches!(class_of(method), Class::Matching)
-        || matches!(method, "private/set_mmp_config" | "private/reset_mmp" | "private/cancel_all_by_currency_pair");
+        || matches!(
+            method,
+            "private/set_mmp_config"
+                | "private/reset_mmp"
+                | "private/cancel_all_by_currency_pair"
+                | "private/create_combo"
+                | "private/set_self_trading_config"
+        );
     if writes {
         return grant.scope.trade_write;
     }
@@ -281,8 +287,7 @@ async fn dispatch(
     if subscribe::METHODS.contains(&method) {
         return subscribe::call(shared, session, account, id, method, params, us_in).await;
     }
-    let engine_methods = [ENGINE_METHODS, MARKET_DATA_METHODS, QUOTE_METHODS, TRIGGER_HISTORY_METHODS, MARGIN_METHODS];
-    if engine_methods.iter().any(|list| list.contains(&method)) {
+    if FAMILIES.iter().any(|list| list.contains(&method)) {
         return engine_call(shared, account, method, params).await.map(Some);
     }
     Err(crate::coverage::not_served(method))

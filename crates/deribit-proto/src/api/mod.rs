@@ -14,7 +14,12 @@
 //! - `market`: public market-data results (`Instrument`, `OrderBook`, `BookSummary`…).
 //! - `market_data`: trade history by time, index names, expirations, volumes, funding.
 //! - `quotes`: mass quotes and market maker protection.
+//! - `history`: funding, mark, delivery, volatility and index history; settlements; the
+//!   transaction log.
+//! - `account`: subaccounts, user locks, self-trading config, announcements, combos.
 
+mod account;
+mod history;
 mod market;
 mod market_data;
 mod num;
@@ -22,6 +27,8 @@ mod objects;
 mod params;
 mod quotes;
 
+pub use account::*;
+pub use history::*;
 pub use market::*;
 pub use market_data::*;
 pub use num::Num;

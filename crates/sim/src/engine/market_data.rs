@@ -6,6 +6,7 @@
 //! instrument by the exchange's config), the catalogue and the index prices.
 //! Must not: change the venue, or invent data: what the exchange does not keep answers an
 //! empty list, and the simulator has no funding model, so funding over any period is 0.
+//! Announcements: the simulator's one, published at start.
 
 use ticktrade_core::{InstrumentId, InstrumentKind, InstrumentSpec, OptionType, Settlement};
 use ticktrade_deribit_proto::api::{self, Num};
@@ -87,8 +88,8 @@ pub fn call(
             }
             json(&Num::ZERO)
         }),
-        // The simulator publishes no announcements.
-        "public/get_announcements" => Ok("[]".to_owned()),
+        // The simulator's one announcement (see `account_reads`).
+        "public/get_announcements" => json(&[super::account_reads::announcement(market)]),
         _ => return None,
     };
     Some(result)

@@ -1,4 +1,6 @@
-//! The methods the engine task answers: market data reads and everything that touches orders.
+//! The methods the engine task answers: everything that touches orders, the account's order
+//! and trade reads, and the dispatch of the other families (`call`: trading, order reads,
+//! then `books` and the family modules; each function under 150 lines).
 //!
 //! Owns: decoding each method's params (typed `api` structs; `-32602` names the parameter),
 //! turning them into `ticktrade_exchange::Request`s or queries, and encoding the result as
@@ -9,14 +11,14 @@
 
 use serde::Serialize;
 use serde_json::value::RawValue;
-use ticktrade_core::{Decimal, InstrumentId, InstrumentKind, Side, Utc};
-use ticktrade_deribit_proto::api::{self, Num};
+use ticktrade_core::{InstrumentId, InstrumentKind, Side, Utc};
+use ticktrade_deribit_proto::api;
 use ticktrade_exchange::{
     AccountId as ExAccount, EditParams, Event, Label, Order, OrderFilter, OrderRef, OrderState, OrderType, PlaceParams,
     Reply, Request, Size, TimeInForce, TradeFilter, TriggerKind, TypeFilter, parse_order_id,
 };
 
-use crate::market::{AccountId, Market, money};
+use crate::market::{AccountId, Market};
 use crate::rpc::{RpcError, params};
 
 pub(super) fn json<T: Serialize>(value: &T) -> Result<String, RpcError> {
@@ -178,8 +180,8 @@ fn check_owner(order: Option<&Order>, account: AccountId) -> Result<&Order, RpcE
 
 /// The private method families kept in their own modules: the session's account is checked
 /// once, here, before any of them runs.
-const PRIVATE_FAMILIES: [&[&str]; 3] =
-    [super::quotes::METHODS, super::trigger_history::METHODS, super::margins::METHODS];
+const PRIVATE_FAMILIES: [&[&str]; 4] =
+    [super::quotes::METHODS, super::trigger_history::METHODS, super::margins::METHODS, super::account_reads::METHODS];
 
 /// Calls `method`. `account` is `Some` for private methods (checked by the caller).
 pub fn call(
@@ -190,82 +192,43 @@ pub fn call(
     raw: Option<&RawValue>,
     out: &mut Vec<Event>,
 ) -> Result<String, RpcError> {
-    let now_ms = now.as_millis();
+    if TRADING_METHODS.contains(&method) {
+        trading(market, now, account, method, raw, out)
+    } else if ENGINE_METHODS.contains(&method) && method.starts_with("public/") {
+        super::books::call(market, now, method, raw)
+    } else if ENGINE_METHODS.contains(&method) {
+        order_reads(market, account, method, raw)
+    } else {
+        families(market, now, account, method, raw, out)
+    }
+}
+
+/// The methods of [`ENGINE_METHODS`] that place, change or cancel orders.
+const TRADING_METHODS: &[&str] = &[
+    "private/buy",
+    "private/sell",
+    "private/edit",
+    "private/edit_by_label",
+    "private/cancel",
+    "private/cancel_all",
+    "private/cancel_all_by_instrument",
+    "private/cancel_all_by_currency",
+    "private/cancel_all_by_kind_or_type",
+    "private/cancel_by_label",
+    "private/close_position",
+];
+
+/// Orders placed, edited, cancelled; positions closed.
+fn trading(
+    market: &mut Market,
+    now: Utc,
+    account: Option<AccountId>,
+    method: &str,
+    raw: Option<&RawValue>,
+    out: &mut Vec<Event>,
+) -> Result<String, RpcError> {
     let acc = || account.ok_or_else(|| RpcError::new(10000, "authorization_required"));
     match method {
-        "public/get_instruments" => {
-            let p: api::CurrencyParams = params(raw)?;
-            if p.expired == Some(true) {
-                return json(&Vec::<api::Instrument>::new());
-            }
-            let currency = p.currency.as_deref().unwrap_or("any");
-            let list: Vec<&api::Instrument> = market
-                .instruments()
-                .filter(|(i, _)| market.currency_matches(*i, currency))
-                .filter(|(i, _)| p.kind.as_deref().is_none_or(|k| market.kind_matches(*i, k)))
-                .map(|(_, info)| info)
-                .collect();
-            json(&list)
-        }
-        "public/get_instrument" => {
-            let p: api::InstrumentParams = params(raw)?;
-            json(market.info(instrument(market, &p.instrument_name)?))
-        }
-        "public/get_currencies" => json(&currencies(market)),
-        "public/get_order_book" => {
-            let p: api::InstrumentParams = params(raw)?;
-            let instr = instrument(market, &p.instrument_name)?;
-            json(&market.order_book(instr, p.depth.unwrap_or(20).clamp(1, 10_000) as usize, now_ms))
-        }
-        "public/get_order_book_by_instrument_id" => {
-            let p: api::InstrumentIdParams = params(raw)?;
-            let instr = market
-                .find_by_id(p.instrument_id)
-                .ok_or_else(|| RpcError::invalid_param("instrument_id", "wrong format"))?;
-            json(&market.order_book(instr, p.depth.unwrap_or(20).clamp(1, 10_000) as usize, now_ms))
-        }
-        "public/ticker" => {
-            let p: api::InstrumentParams = params(raw)?;
-            json(&market.ticker(instrument(market, &p.instrument_name)?, now_ms))
-        }
-        "public/get_index_price" => {
-            let p: api::IndexParams = params(raw)?;
-            let price = market
-                .index_price(&p.index_name)
-                .ok_or_else(|| RpcError::invalid_param("index_name", "wrong format"))?;
-            json(&api::IndexPrice { index_price: money(price), estimated_delivery_price: money(price) })
-        }
-        "public/get_index_price_names" => json(&market.index_names()),
-        "public/get_book_summary_by_currency" => {
-            let p: api::CurrencyParams = params(raw)?;
-            let currency = p.currency.ok_or_else(|| RpcError::invalid_param("currency", "must be present"))?;
-            let list: Vec<api::BookSummary> = market
-                .instruments()
-                .filter(|(_, i)| i.base_currency == currency || currency.eq_ignore_ascii_case("any"))
-                .filter(|(i, _)| p.kind.as_deref().is_none_or(|k| market.kind_matches(*i, k)))
-                .map(|(i, _)| market.book_summary(i, now_ms))
-                .collect();
-            json(&list)
-        }
-        "public/get_book_summary_by_instrument" => {
-            let p: api::InstrumentParams = params(raw)?;
-            json(&[market.book_summary(instrument(market, &p.instrument_name)?, now_ms)])
-        }
-        "public/get_last_trades_by_instrument" => {
-            let p: api::InstrumentParams = params(raw)?;
-            let instr = instrument(market, &p.instrument_name)?;
-            let count = p.count.unwrap_or(10).clamp(1, 1_000) as usize;
-            let recent: Vec<&ticktrade_exchange::PublicTrade> = market.ex.recent_trades(instr).collect();
-            let mut trades: Vec<api::PublicTrade> =
-                recent.iter().rev().take(count + 1).map(|t| market.render_public_trade(t)).collect();
-            let has_more = trades.len() > count;
-            trades.truncate(count);
-            json(&api::PublicTrades { trades, has_more })
-        }
-        "public/get_tradingview_chart_data" => {
-            let p: api::ChartParams = params(raw)?;
-            chart(market, &p)
-        }
         "private/buy" | "private/sell" => {
             let p: api::OrderParams = params(raw)?;
             let side = if method == "private/buy" { Side::Buy } else { Side::Sell };
@@ -373,6 +336,19 @@ pub fn call(
             let order = reply_order(market.handle(now, acc()?, request, out)?)?;
             json(&with_trades(market, &order, &out[start..]))
         }
+        _ => Err(RpcError::method_not_found()),
+    }
+}
+
+/// Open orders, order state and history, positions, account summaries, user trades.
+fn order_reads(
+    market: &Market,
+    account: Option<AccountId>,
+    method: &str,
+    raw: Option<&RawValue>,
+) -> Result<String, RpcError> {
+    let acc = || account.ok_or_else(|| RpcError::new(10000, "authorization_required"));
+    match method {
         "private/get_open_orders"
         | "private/get_open_orders_by_currency"
         | "private/get_open_orders_by_instrument"
@@ -482,15 +458,32 @@ pub fn call(
                 market.ex.user_trades(ExAccount(acc()?), filter).map(|t| market.render_user_trade(t)).collect();
             json(&trades)
         }
-        other if PRIVATE_FAMILIES.iter().any(|family| family.contains(&other)) => {
-            let account = acc()?;
-            super::quotes::call(market, now, account, other, raw, out)
-                .or_else(|| super::trigger_history::call(market, account, other, raw))
-                .or_else(|| super::margins::call(market, now, account, other, raw, out))
-                .unwrap_or_else(|| Err(RpcError::method_not_found()))
-        }
-        other => super::market_data::call(market, other, raw).unwrap_or_else(|| Err(RpcError::method_not_found())),
+        _ => Err(RpcError::method_not_found()),
     }
+}
+
+/// The method families kept in their own modules.
+fn families(
+    market: &mut Market,
+    now: Utc,
+    account: Option<AccountId>,
+    method: &str,
+    raw: Option<&RawValue>,
+    out: &mut Vec<Event>,
+) -> Result<String, RpcError> {
+    if PRIVATE_FAMILIES.iter().any(|family| family.contains(&method)) {
+        let account = account.ok_or_else(|| RpcError::new(10000, "authorization_required"))?;
+        return super::quotes::call(market, now, account, method, raw, out)
+            .or_else(|| super::trigger_history::call(market, account, method, raw))
+            .or_else(|| super::margins::call(market, now, account, method, raw, out))
+            .or_else(|| super::account_reads::call(market, account, method, raw))
+            .unwrap_or_else(|| Err(RpcError::method_not_found()));
+    }
+    super::market_data::call(market, method, raw)
+        .or_else(|| super::history_data::call(market, now, method, raw))
+        .or_else(|| super::settlements::call(market, account, method, raw))
+        .or_else(|| super::combo_methods::call(market, now, method, raw))
+        .unwrap_or_else(|| Err(RpcError::method_not_found()))
 }
 
 /// `get_user_trades_by_{instrument,currency}[_and_time]`: newest first unless `sorting` is
@@ -538,77 +531,4 @@ fn user_trades(market: &Market, account: AccountId, method: &str, raw: Option<&R
     let has_more = trades.len() > count;
     let trades = trades.into_iter().take(count).map(|t| market.render_user_trade(t)).collect();
     json(&api::UserTrades { trades, has_more })
-}
-
-fn currencies(market: &Market) -> Vec<api::Currency> {
-    market
-        .currency_names()
-        .into_iter()
-        .map(|currency| {
-            let (long, coin, decimals) = match currency.as_str() {
-                "BTC" => ("Bitcoin", "BITCOIN", 8),
-                "ETH" => ("Ethereum", "ETHER", 6),
-                "USDC" => ("USD Coin", "USDC", 6),
-                _ => ("Simulated coin", "SIMULATED", 6),
-            };
-            let fee = Num(Decimal::new(1, 4).unwrap_or(Decimal::ZERO));
-            api::Currency {
-                currency_long: long.to_owned(),
-                coin_type: coin.to_owned(),
-                min_confirmations: 1,
-                min_withdrawal_fee: fee,
-                withdrawal_fee: fee,
-                withdrawal_priorities: Vec::new(),
-                network_currency: currency.clone(),
-                network_fee: fee,
-                decimals,
-                currency,
-            }
-        })
-        .collect()
-}
-
-fn chart(market: &Market, p: &api::ChartParams) -> Result<String, RpcError> {
-    let instr = instrument(market, &p.instrument_name)?;
-    let minutes: i64 = match &p.resolution {
-        serde_json::Value::String(s) if s == "1D" || s == "D" => 1_440,
-        serde_json::Value::String(s) => {
-            s.parse().map_err(|_| RpcError::invalid_param("resolution", "invalid format"))?
-        }
-        serde_json::Value::Number(n) => {
-            n.as_i64().ok_or_else(|| RpcError::invalid_param("resolution", "invalid format"))?
-        }
-        _ => return Err(RpcError::invalid_param("resolution", "invalid format")),
-    };
-    let minutes = minutes.clamp(1, 1_440);
-    let step = minutes * 60_000;
-    let spec = market.spec(instr);
-    let first = p.start_timestamp.div_euclid(step) * step;
-    let n = ((p.end_timestamp - first) / step + 1).clamp(0, 5_000);
-    let first = p.end_timestamp.div_euclid(step) * step - (n - 1).max(0) * step;
-    let candles = market.ex.candles(instr, Utc::from_millis(first), Utc::from_millis(p.end_timestamp), minutes as u32);
-    let mut data =
-        api::ChartData { status: if n > 0 { "ok" } else { "no_data" }.to_owned(), ..api::ChartData::default() };
-    let ticker = market.ticker(instr, p.end_timestamp);
-    let mut close = ticker.last_price.unwrap_or(ticker.mark_price);
-    for k in 0..n {
-        let start = first + k * step;
-        let price = |p| Num(spec.price_to_decimal(p));
-        let (open, high, low, volume) = match candles.iter().find(|c| c.start.as_millis() == start) {
-            Some(c) => {
-                let o = price(c.open);
-                close = price(c.close);
-                (o, price(c.high), price(c.low), Num(spec.qty_to_decimal(c.volume)))
-            }
-            None => (close, close, close, Num::ZERO),
-        };
-        data.ticks.push(start);
-        data.open.push(open);
-        data.high.push(high);
-        data.low.push(low);
-        data.close.push(close);
-        data.volume.push(volume);
-        data.cost.push(volume);
-    }
-    json(&data)
 }

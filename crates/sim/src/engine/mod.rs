@@ -10,17 +10,27 @@
 //!
 //! # Layout
 //! - `methods`: the RPC methods answered here: trading, account reads, books and tickers.
+//! - `books`: instruments, books, tickers, indexes, summaries, charts (public).
 //! - `market_data`: the other public market-data reads (trade history, indexes, volumes).
 //! - `margins`: margin reads and `cancel_all_by_currency_pair`.
 //! - `quotes`: mass quotes and market maker protection.
 //! - `trigger_history`: `get_trigger_order_history`.
+//! - `history_data`: funding, mark, delivery, volatility and index history.
+//! - `settlements`: settlements and the transaction log.
+//! - `account_reads`: subaccounts, locks, self-trading config, announcements.
+//! - `combo_methods`: combos and leg prices.
 //! - `publish`: subscriptions, snapshots, aggregation (100ms/agg2), fan-out.
 
+mod account_reads;
+mod books;
+mod combo_methods;
+mod history_data;
 mod margins;
 mod market_data;
 mod methods;
 mod publish;
 mod quotes;
+mod settlements;
 mod trigger_history;
 
 use std::sync::Arc;
@@ -38,11 +48,29 @@ use crate::fault::{Fault, FaultLog, Faults};
 use crate::market::{AccountId, Market};
 use crate::rpc::RpcError;
 
+pub use account_reads::METHODS as ACCOUNT_METHODS;
+pub use combo_methods::METHODS as COMBO_METHODS;
+pub use history_data::METHODS as HISTORY_METHODS;
 pub use margins::METHODS as MARGIN_METHODS;
 pub use market_data::METHODS as MARKET_DATA_METHODS;
 pub use methods::ENGINE_METHODS;
 use publish::Subscriptions;
+
+/// Every method family the engine answers: the session sends these methods here, and the
+/// coverage table lists them as served.
+pub const FAMILIES: [&[&str]; 9] = [
+    ENGINE_METHODS,
+    MARKET_DATA_METHODS,
+    QUOTE_METHODS,
+    TRIGGER_HISTORY_METHODS,
+    MARGIN_METHODS,
+    HISTORY_METHODS,
+    SETTLEMENT_METHODS,
+    ACCOUNT_METHODS,
+    COMBO_METHODS,
+];
 pub use quotes::METHODS as QUOTE_METHODS;
+pub use settlements::METHODS as SETTLEMENT_METHODS;
 use ticktrade_deribit_proto::channel::Interval;
 pub use trigger_history::METHODS as TRIGGER_HISTORY_METHODS;
 

@@ -310,6 +310,9 @@ impl Subscriptions {
                     }
                 }
                 Event::Ticker { instrument } if !tickers.contains(instrument) => tickers.push(*instrument),
+                Event::MmpTrigger { account, index, group, frozen } if !Market::is_house(*account) => {
+                    self.publish_mmp_trigger(market, account.0, *index, *group, *frozen);
+                }
                 _ => {}
             }
         }

@@ -394,7 +394,11 @@ impl Market {
                 system_name: format!("sim{account}"),
                 account_type: "main".to_owned(),
                 creation_timestamp: self.started_ms(),
-                self_trading_reject_mode: "cancel_maker".to_owned(),
+                self_trading_reject_mode: match self.ex.self_trade(ticktrade_exchange::AccountId(account)) {
+                    ticktrade_exchange::SelfTrade::CancelMaker => "cancel_maker",
+                    ticktrade_exchange::SelfTrade::RejectTaker => "reject_taker",
+                }
+                .to_owned(),
                 limits,
                 ..api::AccountExtended::default()
             }),

@@ -67,12 +67,21 @@ pub enum Sub {
     UserPortfolio {
         currency: String,
     },
+    /// `user.mmp_trigger.{index_name}` (`any`: every index).
+    UserMmpTrigger {
+        index: String,
+    },
 }
 
 impl Sub {
     /// Parses and resolves a channel name; unknown names, instruments and indexes are `None`
     /// (dropped from the subscribe result, as Deribit does).
     pub fn resolve(market: &Market, name: &str) -> Option<Sub> {
+        // Not among `ticktrade_deribit_proto::channel`'s templates: a prefix and an index.
+        if let Some(index) = name.strip_prefix("user.mmp_trigger.") {
+            let known = index == "any" || market.index_price(index).is_some();
+            return known.then(|| Sub::UserMmpTrigger { index: index.to_owned() });
+        }
         let channel = Channel::parse(name)?;
         let instr = |n: &str| market.find(n);
         let selector = |target: Target<'_>| -> Option<Selector> {
@@ -120,7 +129,11 @@ impl Sub {
     pub fn is_private(&self) -> bool {
         matches!(
             self,
-            Sub::UserOrders { .. } | Sub::UserTrades { .. } | Sub::UserChanges { .. } | Sub::UserPortfolio { .. }
+            Sub::UserOrders { .. }
+                | Sub::UserTrades { .. }
+                | Sub::UserChanges { .. }
+                | Sub::UserPortfolio { .. }
+                | Sub::UserMmpTrigger { .. }
         )
     }
 
@@ -176,6 +189,8 @@ mod tests {
         assert!(r("user.orders.any.any.raw").is_some_and(|c| c.is_private()));
         assert!(r("user.trades.BTC-PERPETUAL.100ms").is_some());
         assert!(r("user.portfolio.btc").is_some());
+        assert!(r("user.mmp_trigger.btc_usd").is_some_and(|s| s.is_private()));
+        assert!(r("user.mmp_trigger.any").is_some());
         assert!(r("deribit_price_index.btc_usd").is_some());
         assert!(r("incremental_ticker.BTC-PERPETUAL").is_some());
         assert!(r("trades.future.BTC.100ms").is_some());
@@ -189,6 +204,7 @@ mod tests {
             "user.orders.x.y.z.w",
             "deribit_price_index.zzz",
             "user.portfolio.xyz",
+            "user.mmp_trigger.xyz_usd",
         ] {
             assert_eq!(r(name), None, "{name}");
         }

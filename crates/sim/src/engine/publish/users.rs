@@ -7,6 +7,7 @@
 
 use super::channel::selector_matches;
 use super::*;
+use ticktrade_exchange::{Frozen, IndexId, Tag};
 
 /// Best bid and best ask.
 pub(super) type Top = (Option<(Price, Qty)>, Option<(Price, Qty)>);
@@ -96,6 +97,39 @@ impl Subscriptions {
                 if wanted == "ANY" || wanted == currency {
                     let data = to_text(&market.account_summary(account, currency, false));
                     self.send_text(*session, Arc::from(rpc::notification(name, &data, label.as_deref())));
+                }
+            }
+        }
+    }
+}
+
+impl Subscriptions {
+    /// `user.mmp_trigger.*`: the account's sessions subscribed to the group's index or `any`.
+    pub(super) fn publish_mmp_trigger(
+        &self,
+        market: &Market,
+        account: AccountId,
+        index: IndexId,
+        group: Tag,
+        frozen: Frozen,
+    ) {
+        let index_name = market.ex.catalogue().index_name(index);
+        let data = api::MmpStatus {
+            index_name: index_name.to_owned(),
+            mmp_group: (!group.is_empty()).then(|| group.as_str().to_owned()),
+            frozen_until: match frozen {
+                Frozen::UntilReset => 0,
+                Frozen::Until(t) => t.as_millis(),
+            },
+        };
+        for (session, entry) in &self.sessions {
+            if entry.account != Some(account) {
+                continue;
+            }
+            for (name, (channel, label)) in &entry.channels {
+                let Sub::UserMmpTrigger { index: wanted } = channel else { continue };
+                if wanted == "any" || wanted == index_name {
+                    self.send_text(*session, Arc::from(rpc::notification(name, &to_text(&data), label.as_deref())));
                 }
             }
         }
