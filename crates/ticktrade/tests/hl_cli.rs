@@ -10,6 +10,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use ticktrade_testkit::WsClient;
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_ticktrade");
 
 fn generate(dir: &std::path::Path, blocks: u32) {
@@ -487,19 +489,6 @@ async fn rt_priority_serves_or_says_why_not() {
 /// cannot ship untested.
 #[test]
 fn every_hl_flag_is_used_by_a_test() {
-    let help = Command::new(BIN).args(["hl", "--help"]).output().unwrap();
-    let help = String::from_utf8(help.stdout).unwrap();
-    let flags: Vec<String> = help
-        .lines()
-        .map(str::trim_start)
-        .filter(|l| l.starts_with('-'))
-        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
-        .map(|w| w.trim_end_matches(',').to_owned())
-        .filter(|f| f != "--help" && f != "--version")
-        .collect();
-    assert!(flags.len() >= 10, "flags parsed from --help: {flags:?}\n{help}");
-    let tests = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/hl_cli.rs")).unwrap();
-    // This test's own source names no flag literally, so it cannot claim one.
-    let untested: Vec<&String> = flags.iter().filter(|f| !tests.contains(&format!("\"{f}\""))).collect();
+    let untested = common::untested_flags("hl", &["hl_cli.rs"], 10);
     assert!(untested.is_empty(), "flags of `ticktrade hl --help` no test passes: {untested:?}");
 }

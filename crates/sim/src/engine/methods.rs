@@ -25,8 +25,8 @@ pub(super) fn json<T: Serialize>(value: &T) -> Result<String, RpcError> {
     serde_json::to_string(value).map_err(|_| RpcError::new(11094, "internal_server_error"))
 }
 
-/// Every method served by the engine (the rest are session methods).
-pub const ENGINE_METHODS: &[&str] = &[
+/// Public book, ticker, index and trade reads the engine answers (`books`).
+pub const BOOK_METHODS: &[&str] = &[
     "public/get_instruments",
     "public/get_instrument",
     "public/get_currencies",
@@ -39,6 +39,10 @@ pub const ENGINE_METHODS: &[&str] = &[
     "public/get_book_summary_by_instrument",
     "public/get_last_trades_by_instrument",
     "public/get_tradingview_chart_data",
+];
+
+/// Methods that place, change or cancel orders.
+pub const TRADING_METHODS: &[&str] = &[
     "private/buy",
     "private/sell",
     "private/edit",
@@ -50,6 +54,10 @@ pub const ENGINE_METHODS: &[&str] = &[
     "private/cancel_all_by_kind_or_type",
     "private/cancel_by_label",
     "private/close_position",
+];
+
+/// Reads of the account's own orders, positions and trades.
+pub const ORDER_READ_METHODS: &[&str] = &[
     "private/get_open_orders",
     "private/get_open_orders_by_currency",
     "private/get_open_orders_by_instrument",
@@ -194,29 +202,14 @@ pub fn call(
 ) -> Result<String, RpcError> {
     if TRADING_METHODS.contains(&method) {
         trading(market, now, account, method, raw, out)
-    } else if ENGINE_METHODS.contains(&method) && method.starts_with("public/") {
+    } else if BOOK_METHODS.contains(&method) {
         super::books::call(market, now, method, raw)
-    } else if ENGINE_METHODS.contains(&method) {
+    } else if ORDER_READ_METHODS.contains(&method) {
         order_reads(market, account, method, raw)
     } else {
         families(market, now, account, method, raw, out)
     }
 }
-
-/// The methods of [`ENGINE_METHODS`] that place, change or cancel orders.
-const TRADING_METHODS: &[&str] = &[
-    "private/buy",
-    "private/sell",
-    "private/edit",
-    "private/edit_by_label",
-    "private/cancel",
-    "private/cancel_all",
-    "private/cancel_all_by_instrument",
-    "private/cancel_all_by_currency",
-    "private/cancel_all_by_kind_or_type",
-    "private/cancel_by_label",
-    "private/close_position",
-];
 
 /// Orders placed, edited, cancelled; positions closed.
 fn trading(

@@ -53,13 +53,15 @@ pub use combo_methods::METHODS as COMBO_METHODS;
 pub use history_data::METHODS as HISTORY_METHODS;
 pub use margins::METHODS as MARGIN_METHODS;
 pub use market_data::METHODS as MARKET_DATA_METHODS;
-pub use methods::ENGINE_METHODS;
+pub use methods::{BOOK_METHODS, ORDER_READ_METHODS, TRADING_METHODS};
 use publish::Subscriptions;
 
 /// Every method family the engine answers: the session sends these methods here, and the
 /// coverage table lists them as served.
-pub const FAMILIES: [&[&str]; 9] = [
-    ENGINE_METHODS,
+pub const FAMILIES: [&[&str]; 11] = [
+    BOOK_METHODS,
+    TRADING_METHODS,
+    ORDER_READ_METHODS,
     MARKET_DATA_METHODS,
     QUOTE_METHODS,
     TRIGGER_HISTORY_METHODS,
