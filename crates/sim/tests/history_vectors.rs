@@ -16,21 +16,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Auth, WsClient};
+use common::{Auth, WsClient, method_vector, type_of};
 use serde_json::{Value, json};
 use ticktrade_core::{Clock, ManualClock, Utc};
 use ticktrade_sim::{SimClock, SimConfig};
-
-fn type_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
 
 /// Where `actual` differs from `expected` in keys or types.
 fn diff(path: &str, expected: &Value, actual: &Value, out: &mut Vec<String>) {
@@ -69,22 +58,11 @@ fn diff(path: &str, expected: &Value, actual: &Value, out: &mut Vec<String>) {
     }
 }
 
-fn vector(method: &str) -> Value {
-    let base = method.replace('/', "_");
-    for suffix in [".response.json", ".response.docs_v2_1_1.json"] {
-        let path = format!("{}/../../testdata/deribit/examples/{base}{suffix}", env!("CARGO_MANIFEST_DIR"));
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            return serde_json::from_str(&text).unwrap();
-        }
-    }
-    panic!("no vector for {method}");
-}
-
 /// Calls `method` and compares its result with the vector; returns the result.
 async fn check(c: &mut WsClient, failures: &mut Vec<String>, method: &str, params: Value) -> Value {
     let reply = c.call(method, params).await;
     assert!(reply.get("error").is_none(), "{method} failed: {reply}");
-    diff(method, &vector(method)["result"], &reply["result"], failures);
+    diff(method, &method_vector(method)["result"], &reply["result"], failures);
     reply["result"].clone()
 }
 

@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{Auth, WsClient, sim};
+use common::{Auth, WsClient, method_vector, sim, type_of, vector};
 use serde_json::{Value, json};
 
 /// Single paths not compared, and why.
@@ -60,17 +60,6 @@ const EXCEPTIONS: &[(&str, &str)] = &[
     ("total_delta_total_usd", "cross-collateral not simulated"),
 ];
 
-fn type_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// Appends every place where `actual` lacks a key of `expected` or has another type.
 fn shape_diff(path: &str, expected: &Value, actual: &Value, out: &mut Vec<String>) {
     if expected.is_null() || actual.is_null() || PATH_EXCEPTIONS.iter().any(|(p, _)| *p == path) {
@@ -102,22 +91,6 @@ fn shape_diff(path: &str, expected: &Value, actual: &Value, out: &mut Vec<String
         }
         _ => {}
     }
-}
-
-fn vector(name: &str) -> Value {
-    let path = format!("{}/../../testdata/deribit/examples/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))).unwrap()
-}
-
-fn method_vector(method: &str) -> Value {
-    let base = method.replace('/', "_");
-    for suffix in [".response.json", ".response.docs_v2_1_1.json", ".response.official_2019.json"] {
-        let path = format!("{}/../../testdata/deribit/examples/{base}{suffix}", env!("CARGO_MANIFEST_DIR"));
-        if std::path::Path::new(&path).exists() {
-            return vector(&format!("{base}{suffix}"));
-        }
-    }
-    panic!("no vector for {method}");
 }
 
 struct Checker {
