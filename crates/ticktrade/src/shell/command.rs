@@ -5,22 +5,7 @@
 
 use ticktrade_core::{Decimal, Side};
 
-use ticktrade_gateway::venue::{Subscription, TimeInForce, Trigger, TriggerSource};
-
-/// A parsed order command.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OrderCmd {
-    pub side: Side,
-    pub instrument: String,
-    pub amount: Decimal,
-    /// Exact text of the price as typed (checked against the tick grid before sending).
-    pub price: Option<Decimal>,
-    pub time_in_force: TimeInForce,
-    pub post_only: bool,
-    pub reduce_only: bool,
-    pub label: Option<String>,
-    pub trigger: Option<Trigger>,
-}
+use ticktrade_gateway::venue::{OrderRequest, Subscription, TimeInForce, Trigger, TriggerSource};
 
 /// One shell command.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,7 +15,7 @@ pub enum Command {
     Instruments { currency: Option<String>, kind: Option<String> },
     Book { instrument: String, depth: u32 },
     Ticker(String),
-    Order(OrderCmd),
+    Order(OrderRequest),
     Edit { order: String, amount: Decimal, price: Option<Decimal> },
     Cancel(String),
     CancelAll(Option<String>),
@@ -232,13 +217,13 @@ pub fn parse(line: &str) -> Result<Option<Command>, ParseError> {
     Ok(Some(command))
 }
 
-fn parse_order(name: &str, args: &[String]) -> Result<OrderCmd, ParseError> {
+fn parse_order(name: &str, args: &[String]) -> Result<OrderRequest, ParseError> {
     let usage = ParseError::Usage(usage(name));
     let instrument = args.first().cloned().ok_or(usage.clone())?;
     let amount = positive("amount", args.get(1).ok_or(usage.clone())?)?;
-    let mut cmd = OrderCmd {
-        side: if name == "buy" { Side::Buy } else { Side::Sell },
+    let mut cmd = OrderRequest {
         instrument,
+        side: if name == "buy" { Side::Buy } else { Side::Sell },
         amount,
         price: None,
         time_in_force: TimeInForce::Gtc,
@@ -309,7 +294,7 @@ mod tests {
 
     #[test]
     fn orders() {
-        let base = OrderCmd {
+        let base = OrderRequest {
             side: Side::Buy,
             instrument: "BTC-PERPETUAL".into(),
             amount: dec("10"),
@@ -324,7 +309,7 @@ mod tests {
         check("buy BTC-PERPETUAL 10 @50000.5", Ok(Some(Command::Order(base.clone()))));
         check(
             "sell BTC-PERPETUAL 10 market ioc reduce-only label=x1",
-            Ok(Some(Command::Order(OrderCmd {
+            Ok(Some(Command::Order(OrderRequest {
                 side: Side::Sell,
                 price: None,
                 time_in_force: TimeInForce::Ioc,
@@ -335,7 +320,7 @@ mod tests {
         );
         check(
             "buy BTC-PERPETUAL 10 @ 50000.5 fok post-only stop @ 49000 mark",
-            Ok(Some(Command::Order(OrderCmd {
+            Ok(Some(Command::Order(OrderRequest {
                 time_in_force: TimeInForce::Fok,
                 post_only: true,
                 trigger: Some(Trigger { take: false, price: dec("49000"), source: TriggerSource::Mark }),
@@ -344,7 +329,7 @@ mod tests {
         );
         check(
             "buy BTC-PERPETUAL 10 take @ 51000",
-            Ok(Some(Command::Order(OrderCmd {
+            Ok(Some(Command::Order(OrderRequest {
                 price: None,
                 trigger: Some(Trigger { take: true, price: dec("51000"), source: TriggerSource::Last }),
                 ..base

@@ -7,7 +7,7 @@
 use ticktrade_core::{Decimal, Side};
 use ticktrade_latency::{Histogram, Percentiles};
 
-use super::command::{COMMANDS, Command, ORDER_OPTIONS, ORDER_USAGE, OrderCmd};
+use super::command::{COMMANDS, Command, ORDER_OPTIONS, ORDER_USAGE};
 use super::output::{Output, Table, micros};
 use super::{Flow, Shell, ShellError};
 use ticktrade_gateway::venue::{
@@ -404,24 +404,13 @@ impl<V: Venue> Shell<V> {
         Ok(Output::table("latency", table))
     }
 
-    async fn order(&mut self, cmd: OrderCmd) -> Result<Output, ShellError> {
+    async fn order(&mut self, cmd: OrderRequest) -> Result<Output, ShellError> {
         self.validate(&cmd.instrument, cmd.amount, cmd.price)?;
         if let Some(trigger) = cmd.trigger {
             self.validate(&cmd.instrument, cmd.amount, Some(trigger.price))?;
         }
         let name = if cmd.side == Side::Buy { "buy" } else { "sell" };
-        let request = OrderRequest {
-            instrument: cmd.instrument,
-            side: cmd.side,
-            amount: cmd.amount,
-            price: cmd.price,
-            time_in_force: cmd.time_in_force,
-            post_only: cmd.post_only,
-            reduce_only: cmd.reduce_only,
-            label: cmd.label,
-            trigger: cmd.trigger,
-        };
-        match self.venue.place(request).await {
+        match self.venue.place(cmd).await {
             Ok(placed) => Ok(self.placed(name, placed)),
             Err(err @ VenueError::Timeout { .. }) => Err(ShellError::Invalid(format!(
                 "{err}; the order was not found by its label and was NOT resent (check `orders`)"
