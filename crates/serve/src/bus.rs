@@ -10,8 +10,9 @@
 //! frame (edges must see exactly what upstream sent).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -117,6 +118,39 @@ pub(crate) struct BusItem {
     payload: Bytes,
 }
 
+/// A benchmark hook, off (`None`) in `ticktrade serve`: the publisher notes when each bus
+/// message's upstream frame reached it, and an edge in the same process stamps that message
+/// with it instead of its own arrival, so the edge's fan-out delays (and `/metrics`) time the
+/// whole path: upstream frame received by the publisher → frame written to an edge's client.
+/// Only the last message per subject is kept (bounded by the subjects; an edge reads a
+/// message long before the next one on its subject, 100 ms later); a message it does not hold
+/// is stamped on arrival as usual. One lock per message on each side, which the product path
+/// does not pay.
+#[derive(Debug, Default)]
+pub struct BusOrigins {
+    /// Subject → the envelope of its last message and when its upstream frame was received.
+    last: Mutex<HashMap<String, (Envelope, Instant)>>,
+}
+
+impl BusOrigins {
+    /// The publisher handed the message `env` on `subject`, received upstream at `at`, to the bus.
+    pub(crate) fn record(&self, subject: &str, env: Envelope, at: Instant) {
+        let Ok(mut last) = self.last.lock() else { return };
+        match last.get_mut(subject) {
+            Some(slot) => *slot = (env, at),
+            None => {
+                last.insert(subject.to_owned(), (env, at));
+            }
+        }
+    }
+
+    /// When the upstream frame of message `env` on `subject` reached its publisher, if known.
+    pub(crate) fn find(&self, subject: &str, env: Envelope) -> Option<Instant> {
+        let last = self.last.lock().ok()?;
+        last.get(subject).filter(|(e, _)| *e == env).map(|&(_, at)| at)
+    }
+}
+
 /// The publisher's per-subject state.
 struct Topic {
     subject: Subject,
@@ -132,6 +166,8 @@ pub(crate) struct BusSink {
     /// Upstream channel (`book.X.100ms`) → its subject and last sequence.
     topics: HashMap<String, Topic>,
     stats: Arc<BusStats>,
+    /// The benchmark hook ([`BusOrigins`]).
+    pub(crate) origins: Option<Arc<BusOrigins>>,
 }
 
 impl BusSink {
@@ -142,6 +178,7 @@ impl BusSink {
             publisher,
             topics: HashMap::new(),
             stats,
+            origins: None,
         }
     }
 
@@ -151,8 +188,9 @@ impl BusSink {
 
     /// Offers an upstream frame of `channel` (one of the bus's: `book|trades|ticker.X.100ms`)
     /// to the bus, as the next message of its subject. Never waits: a full queue drops it
-    /// (its sequence is used all the same, so edges see the gap and resync).
-    pub(crate) fn publish(&mut self, channel: &str, frame: Bytes) {
+    /// (its sequence is used all the same, so edges see the gap and resync). `at`: when the
+    /// frame was received upstream.
+    pub(crate) fn publish(&mut self, channel: &str, frame: Bytes, at: Instant) {
         let topic = match self.topics.get_mut(channel) {
             Some(topic) => topic,
             None => {
@@ -162,11 +200,11 @@ impl BusSink {
             }
         };
         topic.seq += 1;
-        let item = BusItem {
-            subject: topic.subject.clone(),
-            env: Envelope { publisher: self.publisher, seq: topic.seq },
-            payload: frame,
-        };
+        let env = Envelope { publisher: self.publisher, seq: topic.seq };
+        if let Some(origins) = &self.origins {
+            origins.record(&topic.subject, env, at);
+        }
+        let item = BusItem { subject: topic.subject.clone(), env, payload: frame };
         if matches!(self.queue.offer(item, None), Offer::Dropped | Offer::Closed) {
             BusStats::bump(&self.stats.dropped);
         }
@@ -339,5 +377,27 @@ impl crate::hub::Hub {
         let mut buf = Vec::with_capacity(1024);
         ticktrade_deribit_proto::book::encode_book_units(&mut buf, &header, &state.spec, &levels);
         Some((buf, bus.last(&channel)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_hold_the_last_message_per_subject_only() {
+        let origins = BusOrigins::default();
+        let t0 = Instant::now();
+        let t1 = t0 + std::time::Duration::from_millis(100);
+        let env = |seq| Envelope { publisher: 7, seq };
+        assert_eq!(origins.find("a", env(1)), None);
+        origins.record("a", env(1), t0);
+        origins.record("b", env(1), t1);
+        assert_eq!(origins.find("a", env(1)), Some(t0));
+        origins.record("a", env(2), t1);
+        assert_eq!(origins.find("a", env(1)), None, "an older message is stamped on arrival");
+        assert_eq!(origins.find("a", env(2)), Some(t1));
+        assert_eq!(origins.find("a", Envelope { publisher: 8, seq: 2 }), None, "another publisher's");
+        assert_eq!(origins.find("b", env(1)), Some(t1));
     }
 }

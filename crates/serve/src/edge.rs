@@ -30,7 +30,7 @@ use ticktrade_bus::{Envelope, Kind, Seen, SeqTracker, Subjects};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::bus::BusStats;
+use crate::bus::{BusOrigins, BusStats};
 use crate::hub::{HubMsg, UpEvent};
 
 /// What the NATS connection did, as the edge acts on it.
@@ -62,11 +62,14 @@ struct Ctx {
     subjects: Subjects,
     hub: mpsc::Sender<HubMsg>,
     stats: Arc<BusStats>,
+    origins: Option<Arc<BusOrigins>>,
 }
 
 impl Ctx {
-    async fn to_hub(&self, text: String) -> bool {
-        self.hub.send(HubMsg::Upstream(UpEvent::Frame(text, Instant::now()))).await.is_ok()
+    /// Hands a frame to the hub, stamped now, or at `origin` (the benchmark hook).
+    async fn to_hub(&self, text: String, origin: Option<Instant>) -> bool {
+        let at = origin.unwrap_or_else(Instant::now);
+        self.hub.send(HubMsg::Upstream(UpEvent::Frame(text, at))).await.is_ok()
     }
 }
 
@@ -92,8 +95,9 @@ pub(crate) async fn run(
     hub: mpsc::Sender<HubMsg>,
     stats: Arc<BusStats>,
     mut events: mpsc::UnboundedReceiver<BusEvent>,
+    origins: Option<Arc<BusOrigins>>,
 ) {
-    let ctx = Ctx { client, subjects, hub, stats };
+    let ctx = Ctx { client, subjects, hub, stats, origins };
     let mut follows: HashMap<String, JoinHandle<()>> = HashMap::new();
     if ctx.hub.send(HubMsg::Upstream(UpEvent::Connected)).await.is_err() {
         return;
@@ -168,14 +172,14 @@ async fn on_request(ctx: &Ctx, follows: &mut HashMap<String, JoinHandle<()>>, te
                 }
             }
             let result = serde_json::to_string(&accepted).unwrap_or_else(|_| "[]".to_owned());
-            ctx.to_hub(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)).await;
+            ctx.to_hub(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#), None).await;
         }
         _ => {
             let ctx = ctx.clone();
             let params = request.params.map_or_else(|| "{}".to_owned(), |p| p.get().to_owned());
             tokio::spawn(async move {
                 let text = rpc(&ctx, id, &request.method, &params).await;
-                ctx.to_hub(text).await;
+                ctx.to_hub(text, None).await;
             });
         }
     }
@@ -285,7 +289,8 @@ async fn follow(ctx: Ctx, channel: String, kind: Kind, subject: String, snapshot
                 }
             }
         }
-        if !ctx.to_hub(text.to_owned()).await {
+        let origin = ctx.origins.as_ref().and_then(|o| o.find(&subject, env));
+        if !ctx.to_hub(text.to_owned(), origin).await {
             return;
         }
     }
@@ -306,5 +311,5 @@ async fn snapshot(ctx: &Ctx, channel: &str, subject: &str, tracker: &mut SeqTrac
     if resync {
         BusStats::bump(&ctx.stats.resyncs);
     }
-    ctx.to_hub(text.to_owned()).await
+    ctx.to_hub(text.to_owned(), None).await
 }

@@ -331,7 +331,7 @@ impl Hub {
                 self.trace_at = None;
                 // After the WebSocket fan-out: the bus never delays a client's frame.
                 if let (Some(ch), Some(bus)) = (bus_channel, self.bus.as_mut()) {
-                    bus.publish(&ch, Bytes::from(text));
+                    bus.publish(&ch, Bytes::from(text), at);
                 }
             }
             HubMsg::BusSnapshot { instrument, reply } => {

@@ -52,7 +52,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
-pub use bus::BusCounters;
+pub use bus::{BusCounters, BusOrigins};
 pub use conn::DelaySummary;
 pub use hub::{ClientCounters, Totals};
 pub use ticktrade_bus::{BusConfig, Subjects};
@@ -98,6 +98,9 @@ pub struct ServeConfig {
     pub subjects: Subjects,
     /// Messages the bus sink may have queued before it drops (a slow NATS).
     pub bus_queue_capacity: usize,
+    /// Benchmark hook: publisher and edges in one process share it so an edge times its
+    /// clients' frames from the publisher's upstream receive ([`BusOrigins`]). `None` to run.
+    pub bus_origins: Option<Arc<BusOrigins>>,
 }
 
 impl Default for ServeConfig {
@@ -117,6 +120,7 @@ impl Default for ServeConfig {
             publish: None,
             subjects: Subjects::default(),
             bus_queue_capacity: 65_536,
+            bus_origins: None,
         }
     }
 }
@@ -279,8 +283,9 @@ pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
     let mut tasks = Vec::new();
     if let (Some(client), Some(stats)) = (publisher, &bus_stats) {
         let publisher_id = publisher_id();
-        let sink =
+        let mut sink =
             bus::BusSink::new(config.subjects.clone(), config.bus_queue_capacity, publisher_id, Arc::clone(stats));
+        sink.origins = config.bus_origins.clone();
         tasks.push(tokio::spawn(bus::write(client.clone(), sink.queue(), Arc::clone(stats))));
         tasks.push(tokio::spawn(bus::respond(client, config.subjects.clone(), hub_tx.clone(), Arc::clone(stats))));
         hub.bus = Some(sink);
@@ -293,6 +298,7 @@ pub async fn spawn(config: ServeConfig) -> Result<ServeHandle, ServeError> {
             hub_tx.clone(),
             Arc::clone(stats),
             events,
+            config.bus_origins.clone(),
         ))),
         _ => tasks.push(tokio::spawn(upstream::run(url.clone(), up_rx, hub_tx.clone()))),
     }

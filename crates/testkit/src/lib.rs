@@ -16,7 +16,8 @@
 //! - `data`: `testdata`, `read_testdata`, `deribit_vector`, `hl_vector`, `vector_names`,
 //!   `recorded_frames`, `recorded_frame_lines`.
 //! - `ws`: `WsClient`, the loopback tests' WebSocket client.
-//! - `nats`: `NatsServer`, a `nats-server` child process on a free port, killed on drop.
+//! - `nats`: `NatsServer`, a `nats-server` child process on a free port, killed on drop;
+//!   `NatsCluster`, several of them routed into one cluster.
 
 pub mod alloc;
 pub mod data;
@@ -28,5 +29,5 @@ pub use data::{
     Direction, RecordedFrame, deribit_vector, hl_vector, read_testdata, recorded_frame_lines, recorded_frames,
     testdata, vector_names,
 };
-pub use nats::NatsServer;
+pub use nats::{NatsCluster, NatsServer};
 pub use ws::WsClient;

@@ -1,10 +1,13 @@
 //! A real `nats-server` process for the bus tests: started on a free loopback port, killed
-//! (and reaped) on drop, restartable on the same port.
+//! (and reaped) on drop, restartable on the same port; and a cluster of them ([`NatsCluster`]:
+//! each node with a route port, routes to all the others, one cluster name, and a monitoring
+//! port that says which node a client is connected to).
 //!
 //! The binary is the project's pinned build (`./tests/nats/install.sh` puts it in
 //! `.tools/bin/`), or `$NATS_SERVER_BIN`. A missing binary panics with how to install it: a
 //! bus test that cannot run is a failure, not a skip.
 
+use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -101,5 +104,82 @@ impl NatsServer {
 impl Drop for NatsServer {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// A NATS cluster on loopback: `n` nodes, each routed to all the others
+/// (`--cluster nats://127.0.0.1:<route port> --routes <the others> --cluster_name ticktrade`),
+/// each with a monitoring port (`-m`).
+#[derive(Debug)]
+pub struct NatsCluster {
+    nodes: Vec<NatsServer>,
+    monitors: Vec<u16>,
+}
+
+impl NatsCluster {
+    /// Starts `n` nodes and waits until every one has a route to every other.
+    pub fn start(n: usize) -> NatsCluster {
+        let routes: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let monitors: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let route_url = |p: &u16| format!("nats://127.0.0.1:{p}");
+        let nodes = (0..n)
+            .map(|i| {
+                let others: Vec<String> =
+                    routes.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, p)| route_url(p)).collect();
+                let args = [
+                    "--cluster".to_owned(),
+                    route_url(&routes[i]),
+                    "--routes".to_owned(),
+                    others.join(","),
+                    "--cluster_name".to_owned(),
+                    "ticktrade".to_owned(),
+                    "--server_name".to_owned(),
+                    format!("node{i}"),
+                    "-m".to_owned(),
+                    monitors[i].to_string(),
+                ];
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                NatsServer::start_with(&args)
+            })
+            .collect();
+        let cluster = NatsCluster { nodes, monitors };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for i in 0..n {
+            while cluster.monitor(i, "/routez").map_or(0, |v| v["num_routes"].as_u64().unwrap_or(0)) < (n - 1) as u64 {
+                assert!(Instant::now() < deadline, "NATS node {i} has no route to every other within 20 s");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        cluster
+    }
+
+    /// Every node's client URL, comma-separated (`nats://127.0.0.1:a,nats://127.0.0.1:b,…`).
+    pub fn urls(&self) -> String {
+        self.nodes.iter().map(NatsServer::url).collect::<Vec<_>>().join(",")
+    }
+
+    pub fn node(&mut self, i: usize) -> &mut NatsServer {
+        &mut self.nodes[i]
+    }
+
+    /// A node's monitoring endpoint (`/routez`, `/connz`…) as JSON; `None` if it does not answer.
+    pub fn monitor(&self, i: usize, path: &str) -> Option<serde_json::Value> {
+        let mut tcp = TcpStream::connect(("127.0.0.1", self.monitors[i])).ok()?;
+        tcp.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        tcp.write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes()).ok()?;
+        let mut text = String::new();
+        tcp.read_to_string(&mut text).ok()?;
+        serde_json::from_str(text.split_once("\r\n\r\n")?.1).ok()
+    }
+
+    /// The nodes a client named `name` (its NATS connection name) is connected to now.
+    pub fn nodes_of(&self, name: &str) -> Vec<usize> {
+        (0..self.nodes.len())
+            .filter(|&i| {
+                self.monitor(i, "/connz").is_some_and(|v| {
+                    v["connections"].as_array().is_some_and(|c| c.iter().any(|c| c["name"].as_str() == Some(name)))
+                })
+            })
+            .collect()
     }
 }

@@ -20,6 +20,7 @@ const BENCHES: &[(&str, &[&str])] = &[
     ("tick-to-trade", &["--ticks", "300", "--gap-us", "20"]),
     ("order", &["--orders", "200", "--gap-us", "20"]),
     ("feed", &["--clients", "1,10", "--seconds", "1"]),
+    ("bus", &["--clients", "5", "--seconds", "2", "--load-rates", "400", "--load-seconds", "2"]),
 ];
 
 const SERIES_KEYS: [&str; 11] = ["name", "unit", "count", "min", "p25", "p50", "p75", "p90", "p99", "p999", "max"];
@@ -165,6 +166,10 @@ fn every_bench_prints_json_lines_in_the_common_format() {
             let quotient = lines[0]["baseline_ns_per_delta"].as_f64().unwrap()
                 / lines[0]["ticktrade_ns_per_delta"].as_f64().unwrap();
             assert!((ratio - quotient).abs() < 1e-9 * quotient, "{}", lines[0]);
+        } else if *name == "bus" {
+            for key in ["via_nats_over_direct_p50", "via_nats_over_direct_p99", "load"] {
+                assert!(lines[0].get(key).is_some(), "bench bus: summary first, with {key}: {}", lines[0]);
+            }
         } else if *name != "match" {
             assert!(lines.iter().all(|l| l.get("name").is_some()), "bench {name}: only series lines expected");
         }

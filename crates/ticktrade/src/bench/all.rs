@@ -53,11 +53,12 @@ enum Check {
     P50AtMost(&'static str, u64),
     /// p99 of the series < ns.
     P99Below(&'static str, u64),
-    /// p99 of the series ≤ ns.
     /// baseline_p50 / p50 ≥ factor.
     RatioAtLeast(&'static str, f64),
     /// p50 of the first ≤ factor × p50 of the second.
     WithinFactor(&'static str, &'static str, f64),
+    /// p99 of the first ≤ factor × p99 of the second.
+    P99WithinFactor(&'static str, &'static str, f64),
     /// p50 of the first − p50 of the second ≤ ns.
     WithinNs(&'static str, &'static str, u64),
 }
@@ -191,6 +192,21 @@ const BENCHES: &[Bench] = &[
             ),
         ],
     },
+    Bench {
+        name: "bus",
+        full: &[],
+        quick: &["--clients", "5", "--seconds", "2", "--load-rates", "400", "--load-seconds", "2"],
+        goals: &[
+            goal(
+                "upstream frame received → edge client frame written through NATS, median within 2x of direct fan-out",
+                Check::WithinFactor("fanout_via_nats", "fanout_direct", 2.0),
+            ),
+            goal(
+                "upstream frame received → edge client frame written through NATS, p99 within 3x of direct fan-out",
+                Check::P99WithinFactor("fanout_via_nats", "fanout_direct", 3.0),
+            ),
+        ],
+    },
 ];
 
 /// The names `--only` accepts.
@@ -227,6 +243,17 @@ impl Check {
                 let pair = p50(a).zip(p50(b)).filter(|&(_, b)| b > 0);
                 (
                     format!("`{a}` p50 ≤ {factor}x `{b}` p50"),
+                    pair.map_or_else(
+                        || "not measured".to_owned(),
+                        |(x, y)| format!("{} / {} = {:.2}x", Human(x), Human(y), x as f64 / y as f64),
+                    ),
+                    pair.map(|(x, y)| x as f64 <= factor * y as f64),
+                )
+            }
+            Check::P99WithinFactor(a, b, factor) => {
+                let pair = p99(a).zip(p99(b)).filter(|&(_, b)| b > 0);
+                (
+                    format!("`{a}` p99 ≤ {factor}x `{b}` p99"),
                     pair.map_or_else(
                         || "not measured".to_owned(),
                         |(x, y)| format!("{} / {} = {:.2}x", Human(x), Human(y), x as f64 / y as f64),
@@ -531,6 +558,8 @@ mod tests {
         assert_eq!(Check::RatioAtLeast("a", 16.0).check(&outcome).2, Some(false));
         assert_eq!(Check::WithinFactor("a", "floor", 1.3).check(&outcome).2, Some(true));
         assert_eq!(Check::WithinFactor("a", "floor", 1.2).check(&outcome).2, Some(false));
+        assert_eq!(Check::P99WithinFactor("a", "floor", 4.5).check(&outcome).2, Some(true));
+        assert_eq!(Check::P99WithinFactor("a", "floor", 4.4).check(&outcome).2, Some(false));
         assert_eq!(Check::WithinNs("a", "floor", 19).check(&outcome).2, Some(false));
         assert_eq!(Check::WithinNs("a", "floor", 20).check(&outcome).2, Some(true));
         assert_eq!(Check::P50Below("missing", 1).check(&outcome).2, None);

@@ -8,6 +8,7 @@ use clap::Parser as _;
 
 mod all;
 mod book;
+mod bus;
 mod feed;
 mod hl;
 mod host;
@@ -37,6 +38,8 @@ enum Which {
     Order(order::Args),
     /// Fan-out server: upstream frame received → downstream frame written with 1…1,000 clients, beside bare writes.
     Feed(feed::Args),
+    /// Books across machines on NATS: publisher upstream frame received → edge client frame written, beside direct fan-out; one publisher's load and CPU.
+    Bus(bus::Args),
     /// Every benchmark in turn, with a progress bar; writes DIR/REPORT.md, DIR/results.jsonl and the plots.
     All(all::Args),
 }
@@ -51,6 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Which::TickToTrade(args) => tick_to_trade::run(args),
         Which::Order(args) => order::run(args),
         Which::Feed(args) => feed::run(args),
+        Which::Bus(args) => bus::run(args),
         Which::All(args) => all::run(args),
     }
 }
