@@ -257,13 +257,14 @@ impl Engine {
         self.flush_users(false);
     }
 
-    fn send_to_list(&mut self, list: ListOf<'_>, frame: &Bytes) {
+    pub(super) fn send_to_list(&mut self, list: ListOf<'_>, frame: &Bytes) {
         let ids: &[ClientId] = match list {
             ListOf::Bbo(coin) => self.subs.bbo.get(&coin).map_or(&[], Vec::as_slice),
             ListOf::AllMids => &self.subs.all_mids,
             ListOf::OrderUpdates(user) => self.subs.order_updates.get(user).map_or(&[], Vec::as_slice),
             ListOf::UserFills(user) => self.subs.user_fills.get(user).map_or(&[], Vec::as_slice),
             ListOf::AssetCtx(coin) => self.subs.asset_ctx.get(&coin).map_or(&[], Vec::as_slice),
+            ListOf::Candle(coin, interval) => self.subs.candle.get(&(coin, interval)).map_or(&[], Vec::as_slice),
         };
         for &id in ids {
             if let Err(why) = self.subs.try_send(id, crate::server::publish::Frames::one(frame.clone())) {
@@ -277,10 +278,11 @@ impl Engine {
 }
 
 /// Which subscriber list a frame goes to.
-enum ListOf<'a> {
+pub(super) enum ListOf<'a> {
     Bbo(CoinId),
     AllMids,
     OrderUpdates(&'a str),
     UserFills(&'a str),
     AssetCtx(CoinId),
+    Candle(CoinId, ticktrade_hl_proto::candle::Interval),
 }
