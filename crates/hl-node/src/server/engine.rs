@@ -525,6 +525,9 @@ impl Engine {
         if !self.subs.trades.is_empty() {
             self.publish_trades(&trades);
         }
+        if !trades.is_empty() {
+            self.publish_asset_ctxs();
+        }
         self.trade_state.used = used;
         self.trade_state.trades = recycle(trades);
         self.trade_state.fills = recycle(fills);

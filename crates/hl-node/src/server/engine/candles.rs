@@ -1,7 +1,8 @@
 //! What the engine keeps from the trades of each fills line: every coin's candles of every
-//! interval (`ticktrade_hl_proto::candle`), for the `candle` feed and `candleSnapshot`.
+//! interval (`ticktrade_hl_proto::candle`), for the `candle` feed and `candleSnapshot`, and its
+//! volume since the server started (`dayNtlVlm`/`dayBaseVlm` of its asset context).
 //!
-//! Owns: the per-coin candles (a coin gets them on its first trade), the decode and pairing
+//! Owns: the per-coin candles and volume (a coin gets them on its first trade), the decode and pairing
 //! buffers of the fills line (kept from line to line), and the `candle` frames.
 //! Must not: allocate per trade in steady state (a trade in an open bucket touches the coin's
 //! fourteen open candles and nothing else), or cost anything per line for the feed when
@@ -13,6 +14,7 @@
 
 use bytes::Bytes;
 
+use ticktrade_hl_proto::asset_ctx::Volume;
 use ticktrade_hl_proto::candle::{CoinCandles, Interval, UnitTrade, write_candle_frame, write_candle_snapshot};
 use ticktrade_hl_proto::info::CandleRequest;
 use ticktrade_hl_proto::node::{NodeFill, WsTrade};
@@ -36,10 +38,11 @@ pub(super) struct TradeState {
     out: Vec<u8>,
 }
 
-/// One coin's candles.
+/// One coin's candles and volume.
 #[derive(Default)]
 pub(super) struct CoinTrades {
     candles: CoinCandles,
+    volume: Volume,
 }
 
 impl TradeState {
@@ -69,7 +72,9 @@ impl Engine {
             let (Some(px), Some(sz)) = (spec.parse_px(trade.px), spec.parse_sz(trade.sz)) else { continue };
             let time_ms = i64::try_from(trade.time).unwrap_or(i64::MAX);
             let unit = UnitTrade { time_ms, px: px.raw(), sz: sz.raw() };
-            self.trade_state.coin_mut(coin).candles.record(unit);
+            let state = self.trade_state.coin_mut(coin);
+            state.candles.record(unit);
+            state.volume.add(unit.px, unit.sz);
             if feed {
                 let touched = &mut self.trade_state.touched;
                 match touched.iter_mut().find(|(c, _)| *c == coin) {
@@ -107,6 +112,13 @@ impl Engine {
             }
         }
         self.trade_state.touched = touched;
+    }
+
+    /// `[dayNtlVlm, dayBaseVlm]` of `coin`: its volume since the server started (`0.0` before
+    /// its first trade).
+    pub(super) fn volume_texts(&self, coin: CoinId) -> Option<[String; 2]> {
+        let volume = self.trade_state.coin(coin).map_or(Volume::default(), |t| t.volume);
+        volume.texts(self.books.coins.spec(coin).units)
     }
 
     /// The `candleSnapshot` answer: `[]` for a coin not served or without trades.

@@ -139,6 +139,12 @@ impl Engine {
         if !self.subs.order_updates.is_empty() {
             self.publish_order_updates(statuses);
         }
+        self.publish_asset_ctxs();
+    }
+
+    /// `activeAssetCtx` of every followed coin whose context changed (after a block, and after
+    /// a fills line: the volumes).
+    pub(super) fn publish_asset_ctxs(&mut self) {
         if !self.subs.asset_ctx.is_empty() {
             let coins: Vec<CoinId> = self.subs.asset_ctx.keys().copied().collect();
             for coin in coins {
@@ -159,10 +165,11 @@ impl Engine {
     fn asset_ctx_frame(&self, coin: CoinId) -> Bytes {
         let spec = self.books.coins.spec(coin);
         let spot = spec.kind == CoinKind::Spot;
-        let book = match self.books.book(coin) {
+        let mut book = match self.books.book(coin) {
             Some(book) => crate::ctx::book_ctx(&spec.name, book, spec.units, !spot),
             None => BookCtx::default(),
         };
+        book.volume = self.volume_texts(coin);
         let ctx = if spot {
             spot_ctx(&spec.name, self.feeds.base.1.get(&spec.name), &book)
         } else {

@@ -209,16 +209,18 @@ impl Engine {
         }
     }
 
-    /// The books' part of each coin's asset context (`crate::ctx`), in order.
+    /// The books' part of each coin's asset context (`crate::ctx`) and its volume, in order.
     pub(super) fn book_ctxs(&self, coins: &[(String, bool)]) -> Vec<BookCtx> {
         coins
             .iter()
             .map(|(name, impact)| {
                 let id = self.books.coins.id(name).filter(|_| self.allowed(name));
-                match id.and_then(|id| Some((self.books.book(id)?, self.books.coins.spec(id).units))) {
+                let mut ctx = match id.and_then(|id| Some((self.books.book(id)?, self.books.coins.spec(id).units))) {
                     Some((book, units)) => crate::ctx::book_ctx(name, book, units, *impact),
                     None => BookCtx::default(),
-                }
+                };
+                ctx.volume = id.and_then(|id| self.volume_texts(id));
+                ctx
             })
             .collect()
     }
