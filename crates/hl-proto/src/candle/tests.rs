@@ -90,11 +90,14 @@ fn keeps_the_last_candles() {
     assert_eq!(series.iter().next().unwrap().n, 2);
 }
 
+/// A model candle: `(t, end, o, c, h, l, v, n)`.
+type ModelCandle = (i64, i64, i64, i64, i64, i64, i64, u64);
+
 /// The naive model: every trade, stably sorted by time, grouped by bucket; the last `KEEP`.
-fn model(interval: Interval, trades: &[UnitTrade]) -> Vec<(i64, i64, i64, i64, i64, i64, i64, u64)> {
+fn model(interval: Interval, trades: &[UnitTrade]) -> Vec<ModelCandle> {
     let mut sorted = trades.to_vec();
     sorted.sort_by_key(|t| t.time_ms);
-    let mut out: Vec<(i64, i64, i64, i64, i64, i64, i64, u64)> = Vec::new();
+    let mut out: Vec<ModelCandle> = Vec::new();
     for t in sorted {
         let (start, end) = interval.bucket(t.time_ms);
         match out.last_mut() {
