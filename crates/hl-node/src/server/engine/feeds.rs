@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use ticktrade_core::Side;
 use ticktrade_hl_proto::asset_ctx::{BaseCtxs, BookCtx, active_asset_ctx_frame, perp_ctx, spot_ctx};
 use ticktrade_hl_proto::info::CoinKind;
-use ticktrade_hl_proto::node::{OrderStatus, TypedBatch};
+use ticktrade_hl_proto::node::{OrderStatus, parse_events_into};
 use ticktrade_hl_proto::time::parse_node_time;
 use ticktrade_hl_proto::ws::UnitLevel;
 use ticktrade_hl_proto::ws::feeds;
@@ -35,6 +35,8 @@ pub(super) struct FeedState {
     mids_next: Vec<u8>,
     /// Per followed user: the frame being built this block and its number of entries.
     users: FxHashMap<String, (Vec<u8>, usize)>,
+    /// The last fills line's `[user, fill]` events, emptied (`decode::recycle`).
+    fill_events: Vec<(&'static str, &'static RawValue)>,
     /// A frame for one client (`bbo`, `allMids` on subscribe).
     out: Vec<u8>,
     /// Per coin with `activeAssetCtx` subscribers: the frame last sent.
@@ -236,20 +238,19 @@ impl Engine {
 
     /// Each followed user's fills of the fills line `text` as one `userFills` frame.
     pub(super) fn publish_user_fills(&mut self, text: &str) {
-        let batch = match TypedBatch::<(&str, &RawValue)>::parse(text) {
-            Ok(batch) => batch,
-            Err(err) => {
-                self.report(format!("fills line not decoded for userFills: {err}"));
-                return;
-            }
-        };
+        let mut events: Vec<(&str, &RawValue)> = super::decode::recycle(std::mem::take(&mut self.feeds.fill_events));
+        if let Err(err) = parse_events_into(text, &mut events) {
+            self.report(format!("fills line not decoded for userFills: {err}"));
+            self.feeds.fill_events = super::decode::recycle(events);
+            return;
+        }
         let users = &mut self.feeds.users;
         for user in self.subs.user_fills.keys() {
             if !users.contains_key(user) {
                 users.insert(user.clone(), (Vec::with_capacity(1024), 0));
             }
         }
-        for (user, fill) in &batch.events {
+        for (user, fill) in &events {
             if !self.subs.user_fills.contains_key(*user) {
                 continue;
             }
@@ -261,6 +262,7 @@ impl Engine {
             feeds::push_fill(out, *n == 0, fill);
             *n += 1;
         }
+        self.feeds.fill_events = super::decode::recycle(events);
         self.flush_users(false);
     }
 
