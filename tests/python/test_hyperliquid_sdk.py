@@ -2,9 +2,9 @@
 
 `ticktrade hl gen` writes synthetic hl-node files in real time into a temporary data directory;
 `ticktrade hl` follows them and serves `/info` and `/ws`. The SDK asks `/info` for metadata at
-start-up, then takes an `l2_snapshot`, the markets with their asset contexts, mids, a generated
-user's open orders and their status, and live `l2Book`, `trades`, `allMids` and `userFills`
-subscriptions.
+start-up, then takes an `l2_snapshot`, the markets with their asset contexts, mids, candles, a
+generated user's open orders and their status, and live `l2Book`, `trades`, `candle`, `allMids`
+and `userFills` subscriptions.
 """
 
 import threading
@@ -113,6 +113,33 @@ def test_live_trades(info):
             assert trade["coin"] == "BTC" and trade["side"] in ("A", "B")
             assert Decimal(trade["px"]) > 0 and Decimal(trade["sz"]) > 0
             assert len(trade["users"]) == 2
+
+
+def check_candle(candle, interval_ms):
+    assert sorted(candle) == ["T", "c", "h", "i", "l", "n", "o", "s", "t", "v"], candle
+    assert candle["s"] == "BTC" and candle["T"] == candle["t"] + interval_ms - 1
+    low, high = Decimal(candle["l"]), Decimal(candle["h"])
+    assert 0 < low <= min(Decimal(candle["o"]), Decimal(candle["c"])) <= high
+    assert candle["n"] >= 1 and Decimal(candle["v"]) > 0
+
+
+def test_candles_snapshot_and_subscription(info):
+    # Candles are built from the trades since the server started (the generator stamps its
+    # blocks with the wall clock): wait for one.
+    collect(info, {"type": "trades", "coin": "BTC"}, want=1)
+    now_ms = int(time.time() * 1000)
+    candles = info.candles_snapshot("BTC", "1m", now_ms - 3_600_000, now_ms + 60_000)
+    assert candles, "a trade was seen, so its minute has a candle"
+    for candle in candles:
+        check_candle(candle, 60_000)
+        assert candle["i"] == "1m"
+    assert [c["t"] for c in candles] == sorted({c["t"] for c in candles})
+    hourly = info.candles_snapshot("BTC", "1h", now_ms - 3_600_000, now_ms + 60_000)
+    assert sum(c["n"] for c in hourly) >= sum(c["n"] for c in candles if c["t"] >= hourly[0]["t"])
+    messages = collect(info, {"type": "candle", "coin": "BTC", "interval": "1m"}, want=2)
+    for message in messages:
+        assert message["channel"] == "candle" and message["data"]["i"] == "1m"
+        check_candle(message["data"], 60_000)
 
 
 def test_start_up_with_perp_dexs(hl_server):

@@ -96,7 +96,7 @@ pub fn book_ctx(coin: &str, book: &CoinBook, units: Units, impact: bool) -> Book
             Some([px_text(bid, units), px_text(ask, units)])
         })
         .flatten();
-    BookCtx { mid, impact }
+    BookCtx { mid, impact, volume: None }
 }
 
 #[cfg(test)]

@@ -84,13 +84,16 @@ pub fn order(i: u64) -> [Stream; 3] {
     }
 }
 
-/// Writes `n` blocks 1.5 s apart starting at `T0_MS + start_ms`.
-pub fn write_blocks(generator: &mut Generator, writer: &mut GenWriter, n: u64) {
+/// Writes `n` blocks 1.5 s apart from `T0_MS` on; returns their fills lines.
+pub fn write_blocks(generator: &mut Generator, writer: &mut GenWriter, n: u64) -> Vec<String> {
+    let mut fills = Vec::new();
     for _ in 0..n {
         let i = generator.height();
         let block = generator.next_block(Utc::from_millis(T0_MS + (i as i64 - 5_000) * 1_500));
         writer.write_block(&block, order(i)).unwrap();
+        fills.push(block.fills);
     }
+    fills
 }
 
 /// Asserts the engine's books equal the generator's model for every coin; returns the coins

@@ -154,6 +154,65 @@ fn check_ctx(msg: &Value, generator: &Generator) {
     assert_eq!(units(ctx["midPx"].as_str().unwrap(), coin.px_scale + 1), mid, "{msg}");
 }
 
+/// Each coin's `[notional, base]` volume over the fills lines (one trade per `(coin, tid)`), in
+/// units of `10^-(px_scale + sz_decimals)` and `10^-sz_decimals`.
+fn naive_volumes(generator: &Generator, lines: &[String]) -> std::collections::BTreeMap<String, [i128; 2]> {
+    let mut seen = BTreeSet::new();
+    let mut out = std::collections::BTreeMap::<String, [i128; 2]>::new();
+    for line in lines {
+        let line: Value = serde_json::from_str(line).unwrap();
+        for event in line["events"].as_array().unwrap() {
+            let fill = &event[1];
+            let name = fill["coin"].as_str().unwrap();
+            if !seen.insert((name.to_owned(), fill["tid"].as_u64().unwrap())) {
+                continue;
+            }
+            let coin = generator.coin(name).unwrap();
+            let px = i128::from(units(fill["px"].as_str().unwrap(), coin.px_scale));
+            let sz = i128::from(units(fill["sz"].as_str().unwrap(), coin.sz_decimals));
+            let sums = out.entry(name.to_owned()).or_default();
+            sums[0] += px * sz;
+            sums[1] += sz;
+        }
+    }
+    out
+}
+
+/// `dayNtlVlm`/`dayBaseVlm` of every context are the volumes of the trades since the server
+/// started (it started before the first block), exact; `0.0` for a coin without trades. The
+/// server reads the last fills line on its own time: asked again until it has.
+async fn check_volumes(addr: std::net::SocketAddr, generator: &Generator, lines: &[String]) {
+    let want = naive_volumes(generator, lines);
+    assert!(want.len() >= 5, "trades in several coins: {want:?}");
+    let mut got = std::collections::BTreeMap::new();
+    for _ in 0..100 {
+        let perps = info(addr, json!({"type": "metaAndAssetCtxs"})).await;
+        let spots = info(addr, json!({"type": "spotMetaAndAssetCtxs"})).await;
+        let universe = perps[0]["universe"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap().to_owned());
+        let spot_names = spots[1].as_array().unwrap().iter().map(|c| c["coin"].as_str().unwrap().to_owned());
+        let ctxs = perps[1].as_array().unwrap().iter().chain(spots[1].as_array().unwrap());
+        got.clear();
+        for (name, ctx) in universe.chain(spot_names).zip(ctxs) {
+            let Some(coin) = generator.coin(&name) else { continue };
+            let ntl = Decimal::parse(ctx["dayNtlVlm"].as_str().unwrap()).unwrap();
+            let base = Decimal::parse(ctx["dayBaseVlm"].as_str().unwrap()).unwrap();
+            let scale = (coin.px_scale + coin.sz_decimals) as u8;
+            let sums = [
+                i128::from(ntl.to_units(Decimal::new(1, scale).unwrap()).unwrap()),
+                i128::from(base.to_units(Decimal::new(1, coin.sz_decimals as u8).unwrap()).unwrap()),
+            ];
+            if sums != [0, 0] {
+                got.insert(name, sums);
+            }
+        }
+        if got == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(got, want, "volumes since start: the contexts against the fills lines");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn feeds_and_user_channels_follow_the_generator() {
     let tmp = tempfile::tempdir().unwrap();
@@ -208,8 +267,9 @@ async fn feeds_and_user_channels_follow_the_generator() {
     generator.watch_user(USER);
     let (mut want_bbo, mut want_mids) = (vec![model_bbo(generator.coin("BTC").unwrap())], vec![model_mids(&generator)]);
     let n_blocks = 12u64;
+    let mut fills_lines = Vec::new();
     for _ in 0..n_blocks {
-        write_blocks(&mut generator, &mut writer, 1);
+        fills_lines.extend(write_blocks(&mut generator, &mut writer, 1));
         let bbo = model_bbo(generator.coin("BTC").unwrap());
         if want_bbo.last() != Some(&bbo) {
             want_bbo.push(bbo);
@@ -288,6 +348,7 @@ async fn feeds_and_user_channels_follow_the_generator() {
     }
     let last_btc = ctxs.iter().rev().find(|m| m["data"]["coin"] == "BTC").expect("BTC's context changed");
     check_ctx(last_btc, &generator);
+    check_volumes(server.addr, &generator, &fills_lines).await;
     assert_eq!(got_bbo, want_bbo, "bbo: the subscribe-time levels, then each change");
     assert_eq!(got_mids.len(), want_mids.len());
     assert_eq!(got_mids, want_mids, "allMids: the subscribe-time mids, then each change");

@@ -442,3 +442,161 @@ async fn permessage_deflate_only_when_the_client_offers_it() {
     assert_eq!(channels, ["subscriptionResponse", "l2Book"]);
     server.stop();
 }
+
+/// One naive candle: `(t, T, o, c, h, l, v, n)`, prices and size in the coin's units.
+type NaiveCandle = (i64, i64, i64, i64, i64, i64, i64, u64);
+
+/// Every BTC trade of the fills lines (one per `tid`), then candles of `len_ms` buckets: the
+/// first trade opens, the last closes (a trade's time is its fill's `time`).
+fn naive_candles(fills_lines: &[String], len_ms: i64, px_scale: u32, sz_scale: u32) -> Vec<NaiveCandle> {
+    let units = |v: &Value, scale: u32| {
+        Decimal::parse(v.as_str().unwrap()).unwrap().to_units(Decimal::new(1, scale as u8).unwrap()).unwrap()
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut out: Vec<NaiveCandle> = Vec::new();
+    for line in fills_lines {
+        let line: Value = serde_json::from_str(line).unwrap();
+        for event in line["events"].as_array().unwrap() {
+            let fill = &event[1];
+            if fill["coin"] != "BTC" || !seen.insert(fill["tid"].as_u64().unwrap()) {
+                continue;
+            }
+            let (t, px, sz) =
+                (fill["time"].as_i64().unwrap(), units(&fill["px"], px_scale), units(&fill["sz"], sz_scale));
+            let start = t - t.rem_euclid(len_ms);
+            match out.last_mut() {
+                Some(c) if c.0 == start => {
+                    (c.3, c.4, c.5, c.6, c.7) = (px, c.4.max(px), c.5.min(px), c.6 + sz, c.7 + 1);
+                }
+                _ => out.push((start, start + len_ms - 1, px, px, px, px, sz, 1)),
+            }
+        }
+    }
+    out
+}
+
+fn candle_of(c: &Value, px_scale: u32, sz_scale: u32) -> NaiveCandle {
+    let keys: Vec<&str> = c.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, ["T", "c", "h", "i", "l", "n", "o", "s", "t", "v"], "{c}");
+    let units = |key: &str, scale: u32| {
+        Decimal::parse(c[key].as_str().unwrap()).unwrap().to_units(Decimal::new(1, scale as u8).unwrap()).unwrap()
+    };
+    (
+        c["t"].as_i64().unwrap(),
+        c["T"].as_i64().unwrap(),
+        units("o", px_scale),
+        units("c", px_scale),
+        units("h", px_scale),
+        units("l", px_scale),
+        units("v", sz_scale),
+        c["n"].as_u64().unwrap(),
+    )
+}
+
+/// `candle` frames and `candleSnapshot` against candles built naively from the fills lines
+/// the generator wrote, across a minute and an hour boundary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hyperliquid_client_gets_candles_built_from_the_trades() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut generator, mut writer, server) = served(tmp.path(), 8, 300).await;
+    let (px_scale, sz_scale) = {
+        let btc = generator.coin("BTC").unwrap();
+        (btc.px_scale, btc.sz_decimals)
+    };
+    let mut ws = connect(&format!("ws://{}/ws", server.addr)).await;
+    for sub in [
+        json!({"type": "candle", "coin": "BTC", "interval": "1m"}),
+        json!({"type": "candle", "coin": "BTC", "interval": "1h"}),
+        json!({"type": "trades", "coin": "BTC"}),
+    ] {
+        ws.send_json(&json!({"method": "subscribe", "subscription": sub})).await;
+        let ack = ws.next_json().await;
+        assert_eq!(
+            ack,
+            json!({"channel": "subscriptionResponse", "data": {"method": "subscribe", "subscription": sub}})
+        );
+    }
+    for bad in [
+        json!({"type": "candle", "coin": "BTC", "interval": "2m"}),
+        json!({"type": "candle", "coin": "NOPE", "interval": "1m"}),
+    ] {
+        ws.send_json(&json!({"method": "subscribe", "subscription": bad})).await;
+        let err = ws.next_json().await;
+        assert!(err["data"].as_str().unwrap().starts_with("Invalid subscription: "), "{err}");
+    }
+    // 60 blocks 1.5 s apart from ten seconds before an hour: two hours, two minutes at least.
+    let mut lines = Vec::new();
+    for _ in 0..60 {
+        let i = generator.height();
+        let block = generator.next_block(ticktrade_core::Utc::from_millis(T0_MS + (i as i64 - 5_000) * 1_500));
+        writer.write_block(&block, order(i)).unwrap();
+        lines.push(block.fills);
+    }
+    let want_1m = naive_candles(&lines, 60_000, px_scale, sz_scale);
+    let want_1h = naive_candles(&lines, 3_600_000, px_scale, sz_scale);
+    assert!(want_1m.len() >= 3 && want_1h.len() == 2, "{want_1m:?}");
+    let n_trades: u64 = want_1h.iter().map(|c| c.7).sum();
+
+    // Until every trade is in: a line's candle frames come before its trades frame.
+    let (mut got_trades, mut last_1m, mut last_1h) = (0u64, Vec::<NaiveCandle>::new(), Vec::<NaiveCandle>::new());
+    while got_trades < n_trades {
+        let msg = ws.next_json().await;
+        match msg["channel"].as_str().unwrap() {
+            "trades" => got_trades += msg["data"].as_array().unwrap().len() as u64,
+            "candle" => {
+                let data = &msg["data"];
+                assert_eq!(data["s"], "BTC");
+                let candle = candle_of(data, px_scale, sz_scale);
+                let last = match data["i"].as_str().unwrap() {
+                    "1m" => &mut last_1m,
+                    "1h" => &mut last_1h,
+                    other => panic!("interval {other}: {data}"),
+                };
+                // Each frame is the bucket's candle so far: the same bucket again, or the next.
+                match last.last_mut() {
+                    Some(prev) if prev.0 == candle.0 => {
+                        assert!(candle.7 > prev.7, "{data}");
+                        *prev = candle;
+                    }
+                    prev => {
+                        assert!(prev.is_none_or(|p| p.0 < candle.0), "{data}");
+                        last.push(candle);
+                    }
+                }
+            }
+            other => panic!("unexpected {other}: {msg}"),
+        }
+    }
+    assert_eq!(last_1m, want_1m, "1m frames: each bucket's last frame is the naive candle");
+    assert_eq!(last_1h, want_1h);
+
+    // The snapshot: every candle overlapping the window, oldest first.
+    for (interval, want) in [("1m", &want_1m), ("1h", &want_1h)] {
+        let body = json!({"type": "candleSnapshot", "req": {"coin": "BTC", "interval": interval,
+            "startTime": T0_MS - 3_600_000, "endTime": T0_MS + 3_600_000}});
+        let (status, text) = http_post(server.addr, &body.to_string()).await;
+        assert_eq!(status, 200, "{text}");
+        let got: Vec<NaiveCandle> = serde_json::from_str::<Value>(&text)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .inspect(|c| assert_eq!((&c["s"], &c["i"]), (&json!("BTC"), &json!(interval))))
+            .map(|c| candle_of(c, px_scale, sz_scale))
+            .collect();
+        assert_eq!(&got, want, "{interval}");
+    }
+    // A window after the first minute leaves it out; an unknown coin has none; a bad interval
+    // is refused as the info server refuses a body it cannot decode.
+    let start = want_1m[1].0;
+    let body = json!({"type": "candleSnapshot", "req": {"coin": "BTC", "interval": "1m", "startTime": start}});
+    let (_, text) = http_post(server.addr, &body.to_string()).await;
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap().as_array().unwrap().len(), want_1m.len() - 1);
+    let body = json!({"type": "candleSnapshot", "req": {"coin": "NOPE", "interval": "1m", "startTime": 0}});
+    assert_eq!(http_post(server.addr, &body.to_string()).await, (200, "[]".to_owned()));
+    let body = json!({"type": "candleSnapshot", "req": {"coin": "BTC", "interval": "2m", "startTime": 0}});
+    assert_eq!(http_post(server.addr, &body.to_string()).await.0, 422);
+    server.stop();
+}

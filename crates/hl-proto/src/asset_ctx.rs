@@ -4,12 +4,15 @@
 //! A perp's context, as Hyperliquid documents it, is `{funding, openInterest, prevDayPx,
 //! dayNtlVlm, premium, oraclePx, markPx, midPx, impactPxs, dayBaseVlm}`; a spot pair's is
 //! `{prevDayPx, dayNtlVlm, markPx, midPx, circulatingSupply, coin, totalSupply, dayBaseVlm}`,
-//! every number a decimal string. A book server determines only `midPx` and `impactPxs`
-//! (`BookCtx`); every other field is copied from a *base* context (the node's info server's
-//! answer, or the `hl gen` metadata) and is `null` when there is none.
+//! every number a decimal string. A book server determines `midPx` and `impactPxs` from its
+//! books, and `dayNtlVlm`/`dayBaseVlm` from the trades it saw: the volume since the server
+//! started ([`Volume`]), not over a day (`BookCtx`); every other field is copied from a *base*
+//! context (the node's info server's answer, or the `hl gen` metadata) and is `null` when
+//! there is none.
 //!
-//! Owns: parsing base contexts out of a `[meta, [ctx, …]]` document and writing the merged
-//! answer. Must not: compute prices (the caller passes them as exact decimal text).
+//! Owns: parsing base contexts out of a `[meta, [ctx, …]]` document, the volume sums and their
+//! exact text, and writing the merged answer. Must not: compute prices (the caller passes them
+//! as exact decimal text).
 
 use serde_json::{Map, Value};
 
@@ -20,6 +23,48 @@ pub struct BookCtx {
     pub mid: Option<String>,
     /// `[impact bid, impact ask]`; `None` when a side is too thin for the impact notional.
     pub impact: Option<[String; 2]>,
+    /// `[dayNtlVlm, dayBaseVlm]` from the trades ([`Volume::texts`]); `None`: the base's.
+    pub volume: Option<[String; 2]>,
+}
+
+/// One coin's traded volume since the server started, in the coin's integer units: the sum of
+/// the trades' sizes, and of price × size (in units of price unit × size unit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Volume {
+    pub base: i128,
+    pub ntl: i128,
+}
+
+impl Volume {
+    /// Adds one trade (price and size in the coin's units).
+    pub fn add(&mut self, px: i64, sz: i64) {
+        self.base += i128::from(sz);
+        self.ntl += i128::from(px) * i128::from(sz);
+    }
+
+    /// `[dayNtlVlm, dayBaseVlm]` as exact decimal text (`.0` on whole numbers, as Hyperliquid
+    /// prints them); `None` if a sum is too large to write.
+    pub fn texts(&self, units: crate::ws::Units) -> Option<[String; 2]> {
+        let ntl_unit = i128::from(units.px.mantissa()).checked_mul(i128::from(units.sz.mantissa()))?;
+        let ntl_scale = u32::from(units.px.scale()) + u32::from(units.sz.scale());
+        Some([
+            decimal_text(self.ntl.checked_mul(ntl_unit)?, ntl_scale),
+            decimal_text(self.base.checked_mul(i128::from(units.sz.mantissa()))?, u32::from(units.sz.scale())),
+        ])
+    }
+}
+
+/// `value × 10^-scale` as `[-]int.frac` without trailing zeros, `.0` when there is no fraction.
+fn decimal_text(value: i128, scale: u32) -> String {
+    let mut buf = itoa::Buffer::new();
+    let digits = buf.format(value.unsigned_abs());
+    let k = scale as usize;
+    let padded =
+        if digits.len() <= k { format!("{}{digits}", "0".repeat(k + 1 - digits.len())) } else { digits.to_owned() };
+    let (int, frac) = padded.split_at(padded.len() - k);
+    let frac = frac.trim_end_matches('0');
+    let sign = if value < 0 { "-" } else { "" };
+    if frac.is_empty() { format!("{sign}{int}.0") } else { format!("{sign}{int}.{frac}") }
 }
 
 /// The fields a perp context takes from its base, in Hyperliquid's order around the computed
@@ -121,6 +166,7 @@ pub fn perp_ctx(base: Option<&Map<String, Value>>, book: &BookCtx) -> Value {
     }
     out.insert("midPx".to_owned(), text_or_null(book.mid.as_ref()));
     out.insert("impactPxs".to_owned(), impact_value(book));
+    put_volume(&mut out, book);
     Value::Object(out)
 }
 
@@ -132,7 +178,16 @@ pub fn spot_ctx(coin: &str, base: Option<&Map<String, Value>>, book: &BookCtx) -
     }
     out.insert("coin".to_owned(), Value::String(coin.to_owned()));
     out.insert("midPx".to_owned(), text_or_null(book.mid.as_ref()));
+    put_volume(&mut out, book);
     Value::Object(out)
+}
+
+/// The volumes the trades determine, over the base's.
+fn put_volume(out: &mut Map<String, Value>, book: &BookCtx) {
+    if let Some([ntl, base]) = &book.volume {
+        out.insert("dayNtlVlm".to_owned(), Value::String(ntl.clone()));
+        out.insert("dayBaseVlm".to_owned(), Value::String(base.clone()));
+    }
 }
 
 /// `[meta, ctxs]`, the document verbatim as its first element.
@@ -157,6 +212,7 @@ pub fn exchange_status_json(now_ms: u64) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use serde_json::json;
 
     const PERP_DOC: &str = r#"[{"universe":[{"name":"BTC","szDecimals":5},{"name":"ETH","szDecimals":4}]},
         [{"funding":"0.0000125","openInterest":"10.5","prevDayPx":"100.0","dayNtlVlm":"5.0","premium":"0.0001",
@@ -168,7 +224,7 @@ mod tests {
     fn merges_base_and_book() {
         let base = BaseCtxs::from_perp_doc(PERP_DOC).unwrap();
         assert_eq!(base.len(), 2);
-        let book = BookCtx { mid: Some("100.45".into()), impact: Some(["100.3".into(), "100.6".into()]) };
+        let book = BookCtx { mid: Some("100.45".into()), impact: Some(["100.3".into(), "100.6".into()]), volume: None };
         let ctx = perp_ctx(base.get("BTC"), &book);
         // The book's numbers replace the base's; the rest is the base's.
         assert_eq!(ctx["midPx"], "100.45");
@@ -186,11 +242,41 @@ mod tests {
         let doc = r#"[{"universe":[{"name":"PURR/USDC","tokens":[1,0],"index":0}],"tokens":[]},
             [{"prevDayPx":"0.2","dayNtlVlm":"1.0","markPx":"0.21","midPx":"0.2","circulatingSupply":"5","coin":"PURR/USDC","totalSupply":"6","dayBaseVlm":"5.0"}]]"#;
         let base = BaseCtxs::from_spot_doc(doc).unwrap();
-        let ctx = spot_ctx("PURR/USDC", base.get("PURR/USDC"), &BookCtx { mid: Some("0.205".into()), impact: None });
+        let ctx = spot_ctx(
+            "PURR/USDC",
+            base.get("PURR/USDC"),
+            &BookCtx { mid: Some("0.205".into()), impact: None, volume: None },
+        );
         assert_eq!(ctx["coin"], "PURR/USDC");
         assert_eq!(ctx["midPx"], "0.205");
         assert_eq!(ctx["totalSupply"], "6");
         assert_eq!(ctx.as_object().unwrap().len(), 8);
+    }
+
+    /// The volumes replace the base's; exact, in the coin's units.
+    #[test]
+    fn volume_since_start() {
+        let units = crate::ws::Units {
+            px: ticktrade_core::Decimal::new(1, 1).unwrap(),
+            sz: ticktrade_core::Decimal::new(1, 5).unwrap(),
+        };
+        let mut volume = Volume::default();
+        assert_eq!(volume.texts(units).unwrap(), ["0.0".to_owned(), "0.0".to_owned()]);
+        volume.add(1_000_005, 150_000); // 1.5 at 100000.5
+        volume.add(999_990, 1); // 0.00001 at 99999.0
+        assert_eq!(volume.texts(units).unwrap(), ["150001.74999".to_owned(), "1.50001".to_owned()]);
+        let base = BaseCtxs::from_perp_doc(PERP_DOC).unwrap();
+        let book = BookCtx { volume: volume.texts(units), ..BookCtx::default() };
+        let ctx = perp_ctx(base.get("BTC"), &book);
+        assert_eq!((&ctx["dayNtlVlm"], &ctx["dayBaseVlm"]), (&json!("150001.74999"), &json!("1.50001")));
+        assert_eq!(ctx.as_object().unwrap().len(), 10);
+        let ctx = spot_ctx("@1", None, &book);
+        assert_eq!((&ctx["dayNtlVlm"], &ctx["dayBaseVlm"]), (&json!("150001.74999"), &json!("1.50001")));
+        assert_eq!(ctx.as_object().unwrap().len(), 8);
+        // Without volumes, the base's stay.
+        assert_eq!(perp_ctx(base.get("BTC"), &BookCtx::default())["dayNtlVlm"], "5.0");
+        assert_eq!(decimal_text(-5, 3), "-0.005");
+        assert_eq!(decimal_text(1_000, 3), "1.0");
     }
 
     #[test]
@@ -203,7 +289,7 @@ mod tests {
 
     #[test]
     fn active_asset_ctx_frames() {
-        let ctx = perp_ctx(None, &BookCtx { mid: Some("1.5".into()), impact: None });
+        let ctx = perp_ctx(None, &BookCtx { mid: Some("1.5".into()), impact: None, volume: None });
         let frame: Value = serde_json::from_str(&active_asset_ctx_frame("BTC", false, &ctx)).unwrap();
         assert_eq!(frame["channel"], "activeAssetCtx");
         assert_eq!(frame["data"]["coin"], "BTC");

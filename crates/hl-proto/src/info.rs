@@ -54,6 +54,21 @@ pub enum InfoRequest {
         user: String,
         oid: crate::orders::OrderRef,
     },
+    /// Candles of one coin and interval (`crate::candle`).
+    CandleSnapshot {
+        req: CandleRequest,
+    },
+}
+
+/// The `req` of `candleSnapshot`: times in ms since the epoch; no `endTime` means now.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CandleRequest {
+    pub coin: String,
+    pub interval: crate::candle::Interval,
+    pub start_time: i64,
+    #[serde(default)]
+    pub end_time: Option<i64>,
 }
 
 /// The body Hyperliquid's info server answers (with HTTP 422) for a body it cannot decode.

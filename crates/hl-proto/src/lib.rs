@@ -15,10 +15,12 @@
 //!   `ws::feeds`: the `allMids`, `bbo`, `orderUpdates` and `userFills` frames.
 //! - `info`: `POST /info` requests and the `meta`/`spotMeta` documents.
 //! - `orders`: a user's resting orders as `openOrders`/`frontendOpenOrders`/`orderStatus`.
+//! - `candle`: the `candle` feed's and `candleSnapshot`'s candles, built from trades.
 //! - `asset_ctx`: the asset contexts of `metaAndAssetCtxs`/`spotMetaAndAssetCtxs`, and
 //!   `exchangeStatus`.
 
 pub mod asset_ctx;
+pub mod candle;
 pub mod info;
 pub mod node;
 pub mod orders;

@@ -53,6 +53,99 @@ impl<'a, T: Deserialize<'a>> TypedBatch<'a, T> {
     }
 }
 
+/// Decodes a line in one typed pass like [`TypedBatch::parse`], but appends its events to
+/// `out` (a buffer the caller keeps from line to line) instead of a new `Vec`. On an error
+/// `out` is left as it was.
+pub fn parse_events_into<'a, T: Deserialize<'a>>(
+    line: &'a str,
+    out: &mut Vec<T>,
+) -> Result<fast::Header<'a>, serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let len = out.len();
+    let mut de = serde_json::Deserializer::from_str(line);
+    let parsed = LineSeed { out: &mut *out }.deserialize(&mut de).and_then(|header| de.end().map(|()| header));
+    if parsed.is_err() {
+        out.truncate(len);
+    }
+    parsed
+}
+
+/// The wrapper of a line, its events appended to `out`.
+struct LineSeed<'o, T> {
+    out: &'o mut Vec<T>,
+}
+
+impl<'de, T: Deserialize<'de>> serde::de::DeserializeSeed<'de> for LineSeed<'_, T> {
+    type Value = fast::Header<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for LineSeed<'_, T> {
+    type Value = fast::Header<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a by-block line")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let out = self.out;
+        let (mut local_time, mut block_time, mut block_number, mut events) = (None, None, None, false);
+        while let Some(key) = map.next_key::<&'de str>()? {
+            match key {
+                "local_time" => local_time = Some(map.next_value()?),
+                "block_time" => block_time = Some(map.next_value()?),
+                "block_number" => block_number = Some(map.next_value()?),
+                "events" => {
+                    map.next_value_seed(EventsSeed { out: &mut *out })?;
+                    events = true;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if !events {
+            return Err(A::Error::missing_field("events"));
+        }
+        Ok(fast::Header {
+            local_time: local_time.ok_or_else(|| A::Error::missing_field("local_time"))?,
+            block_time: block_time.ok_or_else(|| A::Error::missing_field("block_time"))?,
+            block_number: block_number.ok_or_else(|| A::Error::missing_field("block_number"))?,
+        })
+    }
+}
+
+/// A line's `events` array, each appended to `out`.
+struct EventsSeed<'o, T> {
+    out: &'o mut Vec<T>,
+}
+
+impl<'de, T: Deserialize<'de>> serde::de::DeserializeSeed<'de> for EventsSeed<'_, T> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for EventsSeed<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of events")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(event) = seq.next_element::<T>()? {
+            self.out.push(event);
+        }
+        Ok(())
+    }
+}
+
 /// Statuses that may put an order on the book; the matching `new` diff decides.
 fn status_may_rest(status: &str) -> bool {
     status == "open" || status == "triggered"
@@ -269,7 +362,15 @@ pub fn is_bid(side: &str) -> Option<bool> {
 /// becomes a trade with its own user on both sides, its `crossed` flag deciding the aggressor.
 pub fn trades_from_fills<'a>(fills: &'a [NodeFill<'a>]) -> Vec<WsTrade<'a>> {
     let mut trades: Vec<WsTrade<'a>> = Vec::with_capacity(fills.len() / 2 + 1);
-    let mut used = vec![false; fills.len()];
+    trades_from_fills_into(fills, &mut Vec::new(), &mut trades);
+    trades
+}
+
+/// [`trades_from_fills`] into buffers the caller keeps from line to line: `trades` gets the
+/// trades appended, `used` is scratch.
+pub fn trades_from_fills_into<'a>(fills: &'a [NodeFill<'a>], used: &mut Vec<bool>, trades: &mut Vec<WsTrade<'a>>) {
+    used.clear();
+    used.resize(fills.len(), false);
     for i in 0..fills.len() {
         if used[i] {
             continue;
@@ -312,7 +413,6 @@ pub fn trades_from_fills<'a>(fills: &'a [NodeFill<'a>]) -> Vec<WsTrade<'a>> {
             users: [buyer, seller],
         });
     }
-    trades
 }
 
 #[cfg(test)]
@@ -397,6 +497,26 @@ mod tests {
         let expected: serde_json::Value =
             serde_json::from_str(&example("ws.trades.from_fills_block_978995416.json")).unwrap();
         assert_eq!(serde_json::to_value(&trades).unwrap(), expected["data"]);
+    }
+
+    /// The buffered one-pass decode gives what `TypedBatch` gives, appended, and leaves the
+    /// buffer as it was on a bad line.
+    #[test]
+    fn parses_events_into_a_kept_buffer() {
+        let line = example("node_fills_by_block.line.json");
+        let typed = TypedBatch::<NodeFill<'_>>::parse(line.trim()).unwrap();
+        let mut out: Vec<NodeFill<'_>> = typed.events[..1].to_vec();
+        let header = parse_events_into(line.trim(), &mut out).unwrap();
+        assert_eq!((header.block_number, header.block_time), (typed.block_number, typed.block_time));
+        assert_eq!(out[1..], typed.events[..]);
+        let mut trades = Vec::new();
+        trades_from_fills_into(&out[1..], &mut Vec::new(), &mut trades);
+        assert_eq!(trades, trades_from_fills(&typed.events));
+        let bad = line.trim().replacen(r#""tid":"#, r#""tid":"x","t":"#, 1);
+        assert!(parse_events_into(&bad, &mut out).is_err());
+        let missing = line.trim().replacen(r#""block_number""#, r#""block_numbe""#, 1);
+        assert!(parse_events_into(&missing, &mut out).is_err());
+        assert_eq!(out.len(), 1 + typed.events.len());
     }
 
     #[test]

@@ -80,19 +80,80 @@ async fn duplicated_and_reordered_changes_are_seen() {
     sim.shutdown().await;
 }
 
+/// A `book.*.raw` price as a key: hundredths of the quote unit (BTC-PERPETUAL's prices are
+/// halves, exact in binary).
+fn price_key(price: f64) -> i64 {
+    (price * 100.0).round() as i64
+}
+
+/// A client's book of one side: price key to amount.
+type Side = std::collections::BTreeMap<i64, f64>;
+
+/// Applies a `book.*.raw` frame as a client does: a snapshot replaces the book, a change
+/// applies its `[action, price, amount]` entries.
+fn apply(book: &mut [Side; 2], frame: &Value) {
+    let data = &frame["params"]["data"];
+    if data["type"] == "snapshot" {
+        book.iter_mut().for_each(Side::clear);
+    }
+    for (side, key) in book.iter_mut().zip(["bids", "asks"]) {
+        for entry in data[key].as_array().unwrap() {
+            let price = price_key(entry[1].as_f64().unwrap());
+            match entry[0].as_str().unwrap() {
+                "new" | "change" => side.insert(price, entry[2].as_f64().unwrap()),
+                "delete" => side.remove(&price),
+                other => panic!("action {other}: {frame}"),
+            };
+        }
+    }
+}
+
 #[tokio::test]
 async fn restarted_book_sends_a_snapshot_without_the_removed_levels() {
-    let (sim, mut c, _) = subscribed().await;
+    let sim = sim().await;
+    let mut c = WsClient::connect(&sim.ws_url()).await;
+    c.auth().await;
+    c.call("public/subscribe", json!({"channels": [CHANNEL]})).await;
+    let mut book: [Side; 2] = Default::default();
+    // The client's book from its snapshot and a few changes, then the restart.
+    for _ in 0..5 {
+        apply(&mut book, &c.notification(CHANNEL).await);
+    }
     sim.inject(Fault::RestartBook { instrument: Some("BTC-PERPETUAL".into()), levels: 2 });
     let snapshot = loop {
         let frame = c.notification(CHANNEL).await;
         if frame["params"]["data"]["type"] == "snapshot" {
             break frame;
         }
+        // Changes published before the restart are part of the book it restarts.
+        apply(&mut book, &frame);
     };
+    let before = book.clone();
+    apply(&mut book, &snapshot);
     let record = sim.fault_log().into_iter().find(|r| r.kind == "restart_book").expect("logged");
     let change_id = snapshot["params"]["data"]["change_id"].as_i64().unwrap();
     assert!(record.detail.contains(&format!("change_id {change_id}")), "{} vs {change_id}", record.detail);
+    // `... removed [bid 60000.5, bid 60000, ask 60001, ask 60001.5]`: two levels a side.
+    let removed = record.detail.split_once("removed [").unwrap().1.trim_end_matches(']');
+    let removed: Vec<(usize, i64)> = removed
+        .split(", ")
+        .map(|level| {
+            let (side, price) = level.split_once(' ').unwrap();
+            (usize::from(side == "ask"), price_key(price.parse().unwrap()))
+        })
+        .collect();
+    assert_eq!(removed.iter().filter(|(side, _)| *side == 0).count(), 2, "{}", record.detail);
+    assert_eq!(removed.iter().filter(|(side, _)| *side == 1).count(), 2, "{}", record.detail);
+    for &(side, price) in &removed {
+        assert!(before[side].contains_key(&price), "level {price} of side {side} was in the client's book");
+        assert!(!book[side].contains_key(&price), "level {price} of side {side} is gone after the restart");
+    }
+    // What the restart left is still there: the snapshot is the old book less the removed levels.
+    for side in 0..2 {
+        let mut kept = before[side].clone();
+        kept.retain(|price, _| !removed.contains(&(side, *price)));
+        assert_eq!(book[side], kept, "side {side}");
+    }
     sim.shutdown().await;
 }
 

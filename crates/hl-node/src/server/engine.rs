@@ -46,7 +46,8 @@
 //! - `warm`: the spin job that keeps the helper awake for the next stage;
 //! - `lane`: one compute thread's share of a block's coins (apply, l2, encode, queue);
 //! - `requests`: subscriptions, `post` and `/info` requests;
-//! - `feeds`: `bbo`, `allMids`, `orderUpdates` and `userFills` after a block.
+//! - `feeds`: `bbo`, `allMids`, `orderUpdates` and `userFills` after a block;
+//! - `candles`: every fills line's trades into each coin's candles, and the `candle` feed.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -61,11 +62,14 @@ use tokio::sync::oneshot;
 use ticktrade_core::{Side, Utc};
 use ticktrade_hl_proto::asset_ctx::BookCtx;
 use ticktrade_hl_proto::info::InfoRequest;
-use ticktrade_hl_proto::node::{BookDiff, NodeFill, OrderStatus, scan_block_number, scan_coins, trades_from_fills};
+use ticktrade_hl_proto::node::{
+    BookDiff, NodeFill, OrderStatus, fast, parse_events_into, scan_block_number, scan_coins, trades_from_fills_into,
+};
 use ticktrade_hl_proto::time::parse_node_time;
 use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Variant, UnitLevel};
 
 mod block;
+mod candles;
 mod decode;
 mod feeds;
 mod lane;
@@ -73,12 +77,12 @@ mod requests;
 mod warm;
 
 pub use decode::DecodeStage;
-use decode::{Spare, decode_events};
+use decode::{Spare, decode_events, recycle};
 use lane::{BlockCtx, CoinJob, Lane, ViewSlot, slot_at};
 use warm::Warm;
 // The tests reach the decode and warm-up internals through `super::*`.
 #[cfg(test)]
-use {decode::*, ticktrade_hl_proto::node::fast, warm::*};
+use {decode::*, warm::*};
 
 use super::publish::{ClientId, ClientQueue, L2Key, Subscribers, Undelivered};
 use crate::books::{BlockPlan, Books};
@@ -236,6 +240,8 @@ pub struct Engine {
     pending_undelivered: Vec<(ClientId, Undelivered)>,
     /// What `bbo`/`allMids` last sent and the per-user frame buffers (`feeds`).
     feeds: FeedState,
+    /// Every coin's candles and the fills line's buffers (`candles`).
+    trade_state: candles::TradeState,
     /// The levels and frame last published per coin (indexed by `CoinId`) and subscription
     /// key: a coin's handful of views in a plain list, no hashing per view.
     views: Vec<Vec<ViewSlot>>,
@@ -283,6 +289,7 @@ impl Engine {
             dead: Vec::new(),
             pending_undelivered: Vec::new(),
             feeds: FeedState::default(),
+            trade_state: candles::TradeState::default(),
             views: Vec::new(),
             lanes: (0..config.threads.clamp(1, 2)).map(|_| Lane::new()).collect(),
             pool: None,
@@ -494,6 +501,9 @@ impl Engine {
         }
     }
 
+    /// A fills line: `userFills`, then its trades into the candles (every line, followed or
+    /// not), then `trades`. The line is decoded in one pass into buffers kept from line to line
+    /// (event by event only when that fails, as a block's lines).
     fn on_fills(&mut self, height: u64, line: &Line) {
         if height <= self.last_fill_height {
             return;
@@ -502,22 +512,35 @@ impl Engine {
         if !self.subs.user_fills.is_empty() {
             self.publish_user_fills(&line.text);
         }
-        if self.subs.trades.is_empty() {
-            return;
-        }
-        let (mut fills, mut damaged, mut reports) = (Vec::<NodeFill<'_>>::new(), Vec::new(), Vec::new());
-        decode_events(line, |_, _| None, Some::<NodeFill<'_>>, |_| true, &mut fills, &mut damaged, &mut reports);
+        let (mut damaged, mut reports) = (Vec::new(), Vec::new());
+        let mut fills: Vec<NodeFill<'_>> = recycle(std::mem::take(&mut self.trade_state.fills));
+        decode_events(line, fast_fills, Some::<NodeFill<'_>>, |_| true, &mut fills, &mut damaged, &mut reports);
         for r in reports {
             self.report(r);
         }
-        let trades = trades_from_fills(&fills);
+        let mut trades = recycle(std::mem::take(&mut self.trade_state.trades));
+        let mut used = std::mem::take(&mut self.trade_state.used);
+        trades_from_fills_into(&fills, &mut used, &mut trades);
+        self.record_trades(&trades);
+        if !self.subs.trades.is_empty() {
+            self.publish_trades(&trades);
+        }
+        if !trades.is_empty() {
+            self.publish_asset_ctxs();
+        }
+        self.trade_state.used = used;
+        self.trade_state.trades = recycle(trades);
+        self.trade_state.fills = recycle(fills);
+    }
+
+    /// Each coin's trades of a fills line as one `trades` frame to its subscribers.
+    fn publish_trades(&mut self, trades: &[ticktrade_hl_proto::node::WsTrade<'_>]) {
         let mut start = 0;
         while start < trades.len() {
             let coin = trades[start].coin;
             let end = start + trades[start..].iter().take_while(|t| t.coin == coin).count();
             if let Some(ids) = self.subs.trades.get(coin).cloned() {
-                let same: Vec<_> = trades[start..end].to_vec();
-                let frame = Bytes::from(proto::trades_frame(&same));
+                let frame = Bytes::from(proto::trades_frame(&trades[start..end]));
                 for id in ids {
                     self.subs.send(id, frame.clone(), &mut self.dead);
                 }
@@ -578,6 +601,12 @@ impl Engine {
     pub fn n_clients(&self) -> usize {
         self.subs.n_clients()
     }
+}
+
+/// A fills line in one typed pass (there is no hand-written decoder for fills: a line is a
+/// few kB).
+fn fast_fills<'a>(text: &'a str, out: &mut Vec<NodeFill<'a>>) -> Option<fast::Header<'a>> {
+    parse_events_into(text, out).ok()
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Clients, their subscriptions, and delivery into bounded per-client queues.
 //!
 //! Owns: the client table, subscription indexes (`l2Book` by coin and `(variant, nLevels)`,
-//! `trades` by coin name, `l4Book`, `bbo` and `activeAssetCtx` by coin, `allMids`, `orderUpdates` and
+//! `trades` by coin name, `l4Book`, `bbo` and `activeAssetCtx` by coin, `candle` by coin and
+//! interval, `allMids`, `orderUpdates` and
 //! `userFills` by user), the queue item ([`Frames`]: one frame, or a
 //! client's `l2Book` frames of one coin), and `send`: a non-blocking offer to the client's
 //! [`ClientQueue`] (`ticktrade_net::outbound`, policy `Disconnect`) that disconnects a client
@@ -18,6 +19,7 @@ use rustc_hash::FxHashMap;
 use ticktrade_net::outbound::{Offer, Outbound, Queued, SlowPolicy};
 use tokio::sync::oneshot;
 
+use ticktrade_hl_proto::candle::Interval;
 use ticktrade_hl_proto::ws::{L2Params, Subscription};
 
 use crate::coins::CoinId;
@@ -125,6 +127,8 @@ pub struct Subscribers {
     pub user_fills: FxHashMap<String, Vec<ClientId>>,
     /// `activeAssetCtx` by coin.
     pub asset_ctx: FxHashMap<CoinId, Vec<ClientId>>,
+    /// `candle` by coin and interval.
+    pub candle: FxHashMap<(CoinId, Interval), Vec<ClientId>>,
     /// Clients that get every raw node line (`--raw`).
     pub raw: Vec<ClientId>,
     n_dropped_slow: u64,
@@ -259,6 +263,7 @@ pub enum Slot {
     OrderUpdates(String),
     UserFills(String),
     AssetCtx(CoinId),
+    Candle(CoinId, Interval),
 }
 
 /// Takes one `id` off the list of `key` (a list left empty goes).
@@ -306,6 +311,7 @@ impl Subscribers {
             Slot::OrderUpdates(user) => self.order_updates.entry(user).or_default().push(id),
             Slot::UserFills(user) => self.user_fills.entry(user).or_default().push(id),
             Slot::AssetCtx(coin) => self.asset_ctx.entry(coin).or_default().push(id),
+            Slot::Candle(coin, interval) => self.candle.entry((coin, interval)).or_default().push(id),
         }
         true
     }
@@ -329,6 +335,7 @@ impl Subscribers {
             Slot::OrderUpdates(user) => drop_from(&mut self.order_updates, user, id),
             Slot::UserFills(user) => drop_from(&mut self.user_fills, user, id),
             Slot::AssetCtx(coin) => drop_from(&mut self.asset_ctx, coin, id),
+            Slot::Candle(coin, interval) => drop_from(&mut self.candle, &(*coin, *interval), id),
         }
     }
 

@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use ticktrade_core::Side;
 use ticktrade_hl_proto::asset_ctx::{BaseCtxs, BookCtx, active_asset_ctx_frame, perp_ctx, spot_ctx};
 use ticktrade_hl_proto::info::CoinKind;
-use ticktrade_hl_proto::node::{OrderStatus, TypedBatch};
+use ticktrade_hl_proto::node::{OrderStatus, parse_events_into};
 use ticktrade_hl_proto::time::parse_node_time;
 use ticktrade_hl_proto::ws::UnitLevel;
 use ticktrade_hl_proto::ws::feeds;
@@ -35,6 +35,8 @@ pub(super) struct FeedState {
     mids_next: Vec<u8>,
     /// Per followed user: the frame being built this block and its number of entries.
     users: FxHashMap<String, (Vec<u8>, usize)>,
+    /// The last fills line's `[user, fill]` events, emptied (`decode::recycle`).
+    fill_events: Vec<(&'static str, &'static RawValue)>,
     /// A frame for one client (`bbo`, `allMids` on subscribe).
     out: Vec<u8>,
     /// Per coin with `activeAssetCtx` subscribers: the frame last sent.
@@ -139,6 +141,12 @@ impl Engine {
         if !self.subs.order_updates.is_empty() {
             self.publish_order_updates(statuses);
         }
+        self.publish_asset_ctxs();
+    }
+
+    /// `activeAssetCtx` of every followed coin whose context changed (after a block, and after
+    /// a fills line: the volumes).
+    pub(super) fn publish_asset_ctxs(&mut self) {
         if !self.subs.asset_ctx.is_empty() {
             let coins: Vec<CoinId> = self.subs.asset_ctx.keys().copied().collect();
             for coin in coins {
@@ -159,10 +167,11 @@ impl Engine {
     fn asset_ctx_frame(&self, coin: CoinId) -> Bytes {
         let spec = self.books.coins.spec(coin);
         let spot = spec.kind == CoinKind::Spot;
-        let book = match self.books.book(coin) {
+        let mut book = match self.books.book(coin) {
             Some(book) => crate::ctx::book_ctx(&spec.name, book, spec.units, !spot),
             None => BookCtx::default(),
         };
+        book.volume = self.volume_texts(coin);
         let ctx = if spot {
             spot_ctx(&spec.name, self.feeds.base.1.get(&spec.name), &book)
         } else {
@@ -229,20 +238,19 @@ impl Engine {
 
     /// Each followed user's fills of the fills line `text` as one `userFills` frame.
     pub(super) fn publish_user_fills(&mut self, text: &str) {
-        let batch = match TypedBatch::<(&str, &RawValue)>::parse(text) {
-            Ok(batch) => batch,
-            Err(err) => {
-                self.report(format!("fills line not decoded for userFills: {err}"));
-                return;
-            }
-        };
+        let mut events: Vec<(&str, &RawValue)> = super::decode::recycle(std::mem::take(&mut self.feeds.fill_events));
+        if let Err(err) = parse_events_into(text, &mut events) {
+            self.report(format!("fills line not decoded for userFills: {err}"));
+            self.feeds.fill_events = super::decode::recycle(events);
+            return;
+        }
         let users = &mut self.feeds.users;
         for user in self.subs.user_fills.keys() {
             if !users.contains_key(user) {
                 users.insert(user.clone(), (Vec::with_capacity(1024), 0));
             }
         }
-        for (user, fill) in &batch.events {
+        for (user, fill) in &events {
             if !self.subs.user_fills.contains_key(*user) {
                 continue;
             }
@@ -254,16 +262,18 @@ impl Engine {
             feeds::push_fill(out, *n == 0, fill);
             *n += 1;
         }
+        self.feeds.fill_events = super::decode::recycle(events);
         self.flush_users(false);
     }
 
-    fn send_to_list(&mut self, list: ListOf<'_>, frame: &Bytes) {
+    pub(super) fn send_to_list(&mut self, list: ListOf<'_>, frame: &Bytes) {
         let ids: &[ClientId] = match list {
             ListOf::Bbo(coin) => self.subs.bbo.get(&coin).map_or(&[], Vec::as_slice),
             ListOf::AllMids => &self.subs.all_mids,
             ListOf::OrderUpdates(user) => self.subs.order_updates.get(user).map_or(&[], Vec::as_slice),
             ListOf::UserFills(user) => self.subs.user_fills.get(user).map_or(&[], Vec::as_slice),
             ListOf::AssetCtx(coin) => self.subs.asset_ctx.get(&coin).map_or(&[], Vec::as_slice),
+            ListOf::Candle(coin, interval) => self.subs.candle.get(&(coin, interval)).map_or(&[], Vec::as_slice),
         };
         for &id in ids {
             if let Err(why) = self.subs.try_send(id, crate::server::publish::Frames::one(frame.clone())) {
@@ -277,10 +287,11 @@ impl Engine {
 }
 
 /// Which subscriber list a frame goes to.
-enum ListOf<'a> {
+pub(super) enum ListOf<'a> {
     Bbo(CoinId),
     AllMids,
     OrderUpdates(&'a str),
     UserFills(&'a str),
     AssetCtx(CoinId),
+    Candle(CoinId, ticktrade_hl_proto::candle::Interval),
 }

@@ -1,6 +1,7 @@
 //! Client requests handled on the engine thread: (un)subscribe with Hyperliquid's
 //! validation and error strings, `post` info requests, `/info` `l2Book`, `allMids` and a
-//! user's orders (`openOrders`, `frontendOpenOrders`, `orderStatus`, read off the books), and
+//! user's orders (`openOrders`, `frontendOpenOrders`, `orderStatus`, read off the books),
+//! `candleSnapshot` (`candles`), and
 //! forgetting a client's subscriptions.
 //!
 //! Owns: the mapping from a `Subscription` to its index slot. Must not: block or compute
@@ -9,6 +10,7 @@
 use bytes::Bytes;
 use ticktrade_core::Side;
 use ticktrade_hl_proto::asset_ctx::BookCtx;
+use ticktrade_hl_proto::candle::Interval;
 use ticktrade_hl_proto::info::InfoRequest;
 use ticktrade_hl_proto::orders::{self, OrderRef};
 use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Params, L2Variant, Subscription, errors, feeds};
@@ -41,9 +43,8 @@ fn slot_of(config: &EngineConfig, coins: &CoinTable, sub: &Subscription) -> Opti
         Subscription::OrderUpdates { user } if is_address(user) => Slot::OrderUpdates(user.clone()),
         Subscription::UserFills { user, .. } if is_address(user) => Slot::UserFills(user.clone()),
         Subscription::ActiveAssetCtx { .. } => Slot::AssetCtx(coin?),
-        Subscription::OrderUpdates { .. } | Subscription::UserFills { .. } | Subscription::Candle { .. } => {
-            return None;
-        }
+        Subscription::Candle { interval, .. } => Slot::Candle(coin?, Interval::parse(interval)?),
+        Subscription::OrderUpdates { .. } | Subscription::UserFills { .. } => return None,
     })
 }
 
@@ -113,7 +114,8 @@ impl Engine {
                         let frame = self.asset_ctx_now(coin);
                         self.subs.send(id, frame, &mut self.dead);
                     }
-                    Slot::Trades(_) | Slot::OrderUpdates(_) => {}
+                    // Candles go out as trades change them (`candleSnapshot` has the history).
+                    Slot::Trades(_) | Slot::OrderUpdates(_) | Slot::Candle(..) => {}
                 }
             }
             ClientMessage::Unsubscribe { subscription } => {
@@ -196,6 +198,7 @@ impl Engine {
                 let found = order.as_ref().map(|o| (o.as_resting(), o.meta.timestamp));
                 orders::order_status_json(found.as_ref().map(|(o, ts)| (o, "open", *ts)))
             }
+            InfoRequest::CandleSnapshot { req } => self.candle_snapshot(&req),
             // Answered by the HTTP layer (the documents, with `book_ctxs` for the contexts).
             InfoRequest::Meta { .. }
             | InfoRequest::SpotMeta
@@ -206,16 +209,18 @@ impl Engine {
         }
     }
 
-    /// The books' part of each coin's asset context (`crate::ctx`), in order.
+    /// The books' part of each coin's asset context (`crate::ctx`) and its volume, in order.
     pub(super) fn book_ctxs(&self, coins: &[(String, bool)]) -> Vec<BookCtx> {
         coins
             .iter()
             .map(|(name, impact)| {
                 let id = self.books.coins.id(name).filter(|_| self.allowed(name));
-                match id.and_then(|id| Some((self.books.book(id)?, self.books.coins.spec(id).units))) {
+                let mut ctx = match id.and_then(|id| Some((self.books.book(id)?, self.books.coins.spec(id).units))) {
                     Some((book, units)) => crate::ctx::book_ctx(name, book, units, *impact),
                     None => BookCtx::default(),
-                }
+                };
+                ctx.volume = id.and_then(|id| self.volume_texts(id));
+                ctx
             })
             .collect()
     }
