@@ -12,9 +12,13 @@
 //! Subjects (see [`subject`] for the full list): `ticktrade.deribit.book.<instrument>`,
 //! `ticktrade.deribit.trades.<instrument>`, `ticktrade.deribit.ticker.<instrument>`, and the
 //! request–reply subjects `ticktrade.deribit.snapshot.<instrument>` and `ticktrade.deribit.rpc`.
+//! Hyperliquid's (`ticktrade hl --publish` / `--upstream`, see [`hl`]) live under `ticktrade.hl`:
+//! `l2Book.<coin>.<variant>` (every aggregation at the default depth), `trades.<coin>`,
+//! `bbo.<coin>`, `allMids`, and `snapshot.<data subject>` for the latest frame of one.
 //!
 //! # Layout
 //! - `subject`: subject names, upstream channel ↔ subject.
+//! - `hl`: the Hyperliquid subjects, coin and variant tokens.
 //! - `envelope`: the two headers (publisher run, sequence) and their encoding.
 //! - `gap`: a subject's sequence state: next, old, gap, publisher restart.
 //! - `config`: URLs, credentials (URL or environment), TLS, [`connect`].
@@ -22,10 +26,12 @@
 pub mod config;
 pub mod envelope;
 pub mod gap;
+pub mod hl;
 pub mod subject;
 
 pub use async_nats;
 pub use config::{Auth, BusConfig, BusError, ConfigError, connect};
 pub use envelope::{Envelope, EnvelopeError};
 pub use gap::{Seen, SeqTracker};
+pub use hl::{HlSubject, HlSubjects, Variant};
 pub use subject::{Kind, Subjects};

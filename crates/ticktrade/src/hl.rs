@@ -2,11 +2,13 @@
 //! tools.
 //!
 //! Owns: the command line (`ticktrade hl [serve options]`, `ticktrade hl gen …`,
-//! `ticktrade hl stats …`) and the wiring of `ticktrade-hl-node`.
+//! `ticktrade hl stats …`) and the wiring of `ticktrade-hl-node` (and of the NATS bus:
+//! `--publish`, `--upstream nats://…`).
 //! Must not: hold protocol or book logic (that is `ticktrade-hl-proto` / `ticktrade-hl-node`).
 
 use std::process::ExitCode;
 
+mod bus;
 mod r#gen;
 mod serve;
 mod stats;

@@ -492,3 +492,64 @@ fn every_hl_flag_is_used_by_a_test() {
     let untested = common::untested_flags("hl", &["hl_cli.rs"], 10);
     assert!(untested.is_empty(), "flags of `ticktrade hl --help` no test passes: {untested:?}");
 }
+
+/// `ticktrade hl ARGS…` (no data dir): the process and the first line it printed; `None` and
+/// what it wrote to stderr when it exited instead.
+fn start_hl(args: &[&str]) -> Result<(Server, String), String> {
+    let mut child =
+        Command::new(BIN).arg("hl").args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    if line.is_empty() {
+        let out = child.wait_with_output().unwrap();
+        assert!(!out.status.success());
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    Ok((Server(child), line))
+}
+
+/// `--publish` on a server of generated files and `--upstream` on an edge, through a real
+/// nats-server: an edge client's l2Book is the direct server's; a bad bus address or CA is an
+/// error at start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publisher_and_edge_processes_share_books_over_nats() {
+    let nats = ticktrade_testkit::NatsServer::start();
+    let url = nats.url();
+    let tmp = tempfile::tempdir().unwrap();
+    generate(tmp.path(), 3);
+    let (_publisher, direct_url, _) =
+        start_server_with(tmp.path(), &["--publish", &url, "--nats-subjects", "test.hl", "--bus-queue", "1024"]);
+    let (_edge, line) =
+        start_hl(&["--listen", "127.0.0.1:0", "--upstream", &url, "--nats-subjects", "test.hl"]).unwrap();
+    assert!(line.contains("edge of NATS at nats://127.0.0.1:"), "{line}");
+    let edge_url = line.split_whitespace().find(|w| w.starts_with("ws://")).unwrap().to_owned();
+
+    let sub = json!({"method": "subscribe", "subscription": {"type": "l2Book", "coin": "BTC", "nSigFigs": 4}});
+    let mut direct = client(&direct_url).await;
+    direct.send_json(&sub).await;
+    assert_eq!(direct.next_json().await["channel"], "subscriptionResponse");
+    let want = direct.next_json().await;
+    let mut at_edge = client(&edge_url).await;
+    at_edge.send_json(&sub).await;
+    assert_eq!(at_edge.next_json().await["channel"], "subscriptionResponse");
+    assert_eq!(at_edge.next_json().await, want, "the edge's book is the publisher's");
+
+    // Nobody at the address, or a CA with a plain server: an error at start, not a hang.
+    let nobody = format!("nats://127.0.0.1:{}", ticktrade_testkit::nats::free_port());
+    let err = start_hl(&["--listen", "127.0.0.1:0", "--upstream", &nobody]).err().unwrap();
+    assert!(err.contains("connecting to NATS at"), "{err}");
+    let err =
+        start_hl(&["--listen", "127.0.0.1:0", "--upstream", &url, "--nats-ca", "/nonexistent/ca.pem"]).err().unwrap();
+    assert!(err.contains("connecting to NATS"), "{err}");
+    let err = start_server_err(tmp.path(), &["--publish", "http://127.0.0.1:4222"]);
+    assert!(err.contains("--publish"), "{err}");
+}
+
+/// What `ticktrade hl --data-dir DIR EXTRA…` printed to stderr when it failed at start.
+fn start_server_err(dir: &std::path::Path, extra: &[&str]) -> String {
+    let out =
+        Command::new(BIN).args(["hl", "--listen", "127.0.0.1:0", "--data-dir"]).arg(dir).args(extra).output().unwrap();
+    assert!(!out.status.success());
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}

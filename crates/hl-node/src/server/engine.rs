@@ -136,6 +136,13 @@ pub enum EngineMsg {
         tx: std::sync::Arc<ClientQueue>,
         kill: oneshot::Sender<String>,
     },
+    /// A sink that subscribes like a client and drops (counting in `drops`) what its queue
+    /// has no room for (`server::bus`, the NATS publisher).
+    ConnectSink {
+        id: ClientId,
+        tx: std::sync::Arc<ClientQueue>,
+        drops: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    },
     Request {
         id: ClientId,
         message: ClientMessage,
@@ -364,6 +371,7 @@ impl Engine {
     pub fn handle(&mut self, msg: EngineMsg) {
         match msg {
             EngineMsg::Connect { id, tx, kill } => self.subs.connect(id, tx, kill, self.config.raw),
+            EngineMsg::ConnectSink { id, tx, drops } => self.subs.connect_sink(id, tx, drops),
             EngineMsg::Request { id, message, text } => self.on_request(id, message, &text),
             EngineMsg::Disconnect { id } => self.drop_client(id),
             EngineMsg::Info { request, reply } => {

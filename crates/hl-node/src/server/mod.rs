@@ -11,6 +11,8 @@
 //! Must not: touch books (the engine thread does) or answer before the books are loaded (the
 //! engine is built from a loaded snapshot before `start` is called).
 
+pub mod bus;
+pub mod edge;
 pub mod engine;
 pub mod publish;
 
@@ -240,7 +242,7 @@ async fn spot_meta_and_ctxs(state: &AppState) -> Result<String, Response> {
 
 /// Options of every `/ws` connection: deflate (fast level, as the official server) only when
 /// the client offers it.
-fn ws_options() -> Options {
+pub(crate) fn ws_options() -> Options {
     Options::default().with_compression_level(CompressionLevel::fast()).with_no_delay()
 }
 
@@ -265,43 +267,12 @@ const WRITE_ITEMS: usize = 32;
 async fn connection(socket: HttpWebSocket, state: Arc<AppState>) {
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
     let out = publish::client_queue(state.config.queue);
-    let (kill_tx, mut kill_rx) = oneshot::channel::<String>();
+    let (kill_tx, kill_rx) = oneshot::channel::<String>();
     if state.engine.send(EngineMsg::Connect { id, tx: Arc::clone(&out), kill: kill_tx }).is_err() {
         return;
     }
-    let (mut sink, mut stream) = socket.split();
-    let queue = Arc::clone(&out);
-    let writer = tokio::spawn(async move {
-        let mut items = Vec::new();
-        'write: loop {
-            tokio::select! {
-                biased;
-                reason = &mut kill_rx => {
-                    let reason = reason.unwrap_or_else(|_| "server stopping".to_owned());
-                    let _ = sink.send(Frame::close(CloseCode::Policy, reason)).await;
-                    break;
-                }
-                more = queue.recv(&mut items, WRITE_ITEMS) => {
-                    if !more {
-                        break;
-                    }
-                    // Everything already queued goes out with one flush (up to
-                    // `WRITE_ITEMS` items), each item's frames in order.
-                    for frames in items.drain(..) {
-                        for frame in frames.into_frames() {
-                            if sink.feed(Frame::text(frame)).await.is_err() {
-                                break 'write;
-                            }
-                        }
-                    }
-                    if sink.flush().await.is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-        queue.shutdown();
-    });
+    let (sink, mut stream) = socket.split();
+    let writer = tokio::spawn(write_queue(sink, Arc::clone(&out), kill_rx));
     while let Some(frame) = stream.next().await {
         let text = match frame.opcode() {
             OpCode::Text => match std::str::from_utf8(frame.payload()) {
@@ -331,4 +302,41 @@ async fn connection(socket: HttpWebSocket, state: Arc<AppState>) {
     // The writer ends once what is queued is written.
     out.finish();
     let _ = writer.await;
+}
+
+/// A connection's writer: sends what `queue` holds until it is closed and empty, or until
+/// `kill` gives a reason to close the connection with (a slow client). Everything already
+/// queued goes out with one flush (up to `WRITE_ITEMS` items), each item's frames in order.
+pub(crate) async fn write_queue(
+    mut sink: futures_util::stream::SplitSink<HttpWebSocket, Frame>,
+    queue: Arc<publish::ClientQueue>,
+    mut kill_rx: oneshot::Receiver<String>,
+) {
+    let mut items = Vec::new();
+    'write: loop {
+        tokio::select! {
+            biased;
+            reason = &mut kill_rx => {
+                let reason = reason.unwrap_or_else(|_| "server stopping".to_owned());
+                let _ = sink.send(Frame::close(CloseCode::Policy, reason)).await;
+                break;
+            }
+            more = queue.recv(&mut items, WRITE_ITEMS) => {
+                if !more {
+                    break;
+                }
+                for frames in items.drain(..) {
+                    for frame in frames.into_frames() {
+                        if sink.feed(Frame::text(frame)).await.is_err() {
+                            break 'write;
+                        }
+                    }
+                }
+                if sink.flush().await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    queue.shutdown();
 }

@@ -13,6 +13,7 @@
 use std::collections::HashSet;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use rustc_hash::FxHashMap;
@@ -110,6 +111,9 @@ pub struct Client {
     tx: Arc<ClientQueue>,
     kill: Option<oneshot::Sender<String>>,
     subs: HashSet<Subscription>,
+    /// A sink's drop counter (`connect_sink`): its queue drops what does not fit (policy
+    /// `Conflate`, no key) instead of being disconnected.
+    drops: Option<Arc<AtomicU64>>,
 }
 
 /// All clients and who wants what.
@@ -280,10 +284,17 @@ fn drop_from<K: std::hash::Hash + Eq>(map: &mut FxHashMap<K, Vec<ClientId>>, key
 
 impl Subscribers {
     pub fn connect(&mut self, id: ClientId, tx: Arc<ClientQueue>, kill: oneshot::Sender<String>, raw: bool) {
-        self.clients.insert(id, Client { tx, kill: Some(kill), subs: HashSet::new() });
+        self.clients.insert(id, Client { tx, kill: Some(kill), subs: HashSet::new(), drops: None });
         if raw {
             self.raw.push(id);
         }
+    }
+
+    /// Adds a sink that subscribes like a client (the NATS publisher, `server::bus`): a frame
+    /// its queue has no room for is dropped and counted in `drops`, never a disconnect, so a
+    /// slow bus never costs the engine more than a full queue's refusal.
+    pub fn connect_sink(&mut self, id: ClientId, tx: Arc<ClientQueue>, drops: Arc<AtomicU64>) {
+        self.clients.insert(id, Client { tx, kill: None, subs: HashSet::new(), drops: Some(drops) });
     }
 
     pub fn n_clients(&self) -> usize {
@@ -370,7 +381,14 @@ impl Subscribers {
         let Some(client) = self.clients.get(&id) else { return Ok(()) };
         match client.tx.offer(item, None) {
             Offer::Written | Offer::Queued | Offer::Conflated => Ok(()),
-            Offer::Dropped | Offer::Disconnect => Err(Undelivered::Full),
+            // Only a sink's queue drops (clients' disconnect).
+            Offer::Dropped => {
+                if let Some(drops) = &client.drops {
+                    drops.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
+            }
+            Offer::Disconnect => Err(Undelivered::Full),
             Offer::Closed => Err(Undelivered::Closed),
         }
     }

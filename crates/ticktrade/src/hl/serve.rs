@@ -86,6 +86,31 @@ pub struct Args {
     /// a block every 100 ms) into a fresh temporary directory in this process and serve it.
     #[arg(long, conflicts_with_all = ["data_dir", "snapshot", "info_url", "meta", "spot_meta"])]
     pub demo: bool,
+    /// Also publish every coin's l2Book (all seven aggregations, 20 levels), trades, bbo and
+    /// allMids to this NATS bus (nats://HOST:PORT[,…] or tls://…; credentials in the URL,
+    /// nats://user:pass@host or nats://token@host, or NATS_USER/NATS_PASSWORD, NATS_TOKEN,
+    /// NATS_NKEY, NATS_CREDS), and answer edges' snapshot requests. See docs/SCALING.md.
+    #[arg(long, value_name = "URLS", conflicts_with = "raw")]
+    pub publish: Option<String>,
+    /// Serve clients from a NATS bus a `--publish` server feeds (an edge: no node files, no
+    /// books; l2Book at 20 levels, trades, bbo, allMids and /info l2Book and allMids are
+    /// carried). URLs and credentials as for --publish.
+    #[arg(long, value_name = "URLS", conflicts_with_all = [
+        "data_dir", "snapshot", "info_url", "snapshot_out", "coins", "meta", "spot_meta", "raw", "threads",
+        "rt_priority", "demo", "publish",
+    ])]
+    pub upstream: Option<String>,
+    /// A PEM file of the CA that signed the NATS servers' certificates (requires TLS; also
+    /// NATS_CA).
+    #[arg(long, value_name = "FILE")]
+    pub nats_ca: Option<PathBuf>,
+    /// Subject root on the bus (publisher and edges must agree).
+    #[arg(long, value_name = "ROOT", default_value = ticktrade_bus::hl::HL_ROOT)]
+    pub nats_subjects: String,
+    /// Frames each of the publisher's eight bus queues holds before it drops (counted; edges
+    /// resync).
+    #[arg(long, default_value_t = 8192)]
+    pub bus_queue: usize,
 }
 
 /// The demo market: small enough to follow by eye, busy enough to move every block.
@@ -243,6 +268,11 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .try_init();
+    if let Some(urls) = args.upstream.clone() {
+        return super::bus::run_edge(&args, &urls);
+    }
+    let publish =
+        args.publish.as_deref().map(|urls| super::bus::config(&args, urls).context("--publish")).transpose()?;
     let demo = if args.demo { Some(Demo::start()?) } else { None };
     let demo_dir = demo.as_ref().map(|d| d.dir.clone());
     if demo_dir.is_some() {
@@ -251,6 +281,13 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let start_state = load_start(&args)?;
     let height = start_state.books.height();
     let n_coins = start_state.books.coins.len();
+    let coins: Vec<String> = start_state
+        .books
+        .coins
+        .iter()
+        .map(|(_, spec)| spec.name.clone())
+        .filter(|name| args.coins.as_ref().is_none_or(|set| set.contains(name)))
+        .collect();
     let mut followers = Vec::new();
     for stream in Stream::ALL {
         let mut follower = Follower::new(&start_state.data_dir, stream);
@@ -269,6 +306,11 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let engine = Engine::new(config, start_state.books, followers);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
+        // The bus first: a bad address or login fails the start before anything is served.
+        let bus = match &publish {
+            Some(config) => Some(super::bus::connect(config).await?),
+            None => None,
+        };
         let listener =
             tokio::net::TcpListener::bind(&args.listen).await.with_context(|| format!("binding {}", args.listen))?;
         let server = start(
@@ -285,7 +327,26 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         if let Some(dir) = &demo_dir {
             print_demo_hints(server.addr, dir);
         }
-        tokio::signal::ctrl_c().await?;
+        let sink = match (bus, &publish) {
+            (Some((client, stats)), Some(config)) => {
+                let sink_config = ticktrade_hl_node::server::bus::SinkConfig {
+                    subjects: super::bus::subjects(&args)?,
+                    queue: args.bus_queue.max(1),
+                    coins,
+                };
+                let sink = ticktrade_hl_node::server::bus::start_sink(client, &server.engine(), sink_config, stats);
+                println!("publishing to NATS at {} under {}", config.servers_text(), args.nats_subjects);
+                Some(sink)
+            }
+            _ => None,
+        };
+        match &sink {
+            Some(sink) => super::bus::status_until_ctrl_c(|| sink.counters()).await?,
+            None => tokio::signal::ctrl_c().await?,
+        }
+        if let Some(sink) = sink {
+            sink.stop();
+        }
         server.stop();
         anyhow::Ok(())
     })?;
