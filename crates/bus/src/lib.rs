@@ -22,11 +22,13 @@
 //! - `envelope`: the two headers (publisher run, sequence) and their encoding.
 //! - `gap`: a subject's sequence state: next, old, gap, publisher restart.
 //! - `config`: URLs, credentials (URL or environment), TLS, [`connect`].
+//! - `stats`: the counters a publisher or an edge keeps, and how connection events move them.
 
 pub mod config;
 pub mod envelope;
 pub mod gap;
 pub mod hl;
+pub mod stats;
 pub mod subject;
 
 pub use async_nats;
@@ -34,4 +36,5 @@ pub use config::{Auth, BusConfig, BusError, ConfigError, connect};
 pub use envelope::{Envelope, EnvelopeError};
 pub use gap::{Seen, SeqTracker};
 pub use hl::{HlSubject, HlSubjects, Variant};
+pub use stats::{BusCounters, BusStats};
 pub use subject::{Kind, Subjects};

@@ -5,12 +5,11 @@
 //!
 //! Owns: the sink's bounded queue (a `ticktrade_net::outbound` queue like every client's: the
 //! hub offers without waiting, a full queue drops and counts), the per-subject sequences, the
-//! writer task that publishes, the responder task, and the bus counters both roles share.
+//! writer task that publishes, and the responder task (the counters are `ticktrade_bus::stats`).
 //! Must not: slow the hub or the upstream read (the writer alone awaits NATS), or change a
 //! frame (edges must see exactly what upstream sent).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -23,93 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::hub::HubMsg;
 
-/// Bus counters, shared by the hub, the bus tasks and the front end.
-#[derive(Debug, Default)]
-pub(crate) struct BusStats {
-    pub publisher: AtomicBool,
-    pub connected: AtomicBool,
-    pub published: AtomicU64,
-    pub dropped: AtomicU64,
-    pub publish_errors: AtomicU64,
-    pub requests: AtomicU64,
-    pub received: AtomicU64,
-    pub malformed: AtomicU64,
-    pub gaps: AtomicU64,
-    pub resyncs: AtomicU64,
-    pub slow_consumers: AtomicU64,
-    pub disconnects: AtomicU64,
-}
-
-/// The bus counters at one moment (`/metrics`, the web view, [`crate::Totals`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BusCounters {
-    /// This server publishes (`--publish`); otherwise it is an edge (`--upstream nats://…`).
-    pub publisher: bool,
-    /// Connected to a NATS server now.
-    pub connected: bool,
-    /// Messages handed to NATS (publisher).
-    pub published: u64,
-    /// Messages dropped because the sink's queue was full (publisher).
-    pub dropped: u64,
-    /// Publishes NATS refused (publisher).
-    pub publish_errors: u64,
-    /// Snapshot and JSON-RPC requests answered (publisher).
-    pub requests: u64,
-    /// Messages received on data subjects (edge).
-    pub received: u64,
-    /// Messages skipped because their headers or payload were not what the scheme says (edge).
-    pub malformed: u64,
-    /// Sequence gaps and publisher restarts seen (edge).
-    pub gaps: u64,
-    /// Book snapshots fetched to resync (edge).
-    pub resyncs: u64,
-    /// NATS slow-consumer events (the server or the client dropped messages for us).
-    pub slow_consumers: u64,
-    /// Connections to NATS lost.
-    pub disconnects: u64,
-}
-
-impl BusStats {
-    pub(crate) fn bump(counter: &AtomicU64) {
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn counters(&self) -> BusCounters {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        BusCounters {
-            publisher: self.publisher.load(Ordering::Relaxed),
-            connected: self.connected.load(Ordering::Relaxed),
-            published: get(&self.published),
-            dropped: get(&self.dropped),
-            publish_errors: get(&self.publish_errors),
-            requests: get(&self.requests),
-            received: get(&self.received),
-            malformed: get(&self.malformed),
-            gaps: get(&self.gaps),
-            resyncs: get(&self.resyncs),
-            slow_consumers: get(&self.slow_consumers),
-            disconnects: get(&self.disconnects),
-        }
-    }
-
-    /// Counts a connection event; `true` when it is a reconnect after a loss.
-    pub(crate) fn on_event(&self, event: &async_nats::Event) -> Option<bool> {
-        match event {
-            async_nats::Event::Connected => Some(!self.connected.swap(true, Ordering::Relaxed)),
-            async_nats::Event::Disconnected => {
-                if self.connected.swap(false, Ordering::Relaxed) {
-                    Self::bump(&self.disconnects);
-                }
-                Some(false)
-            }
-            async_nats::Event::SlowConsumer(_) => {
-                Self::bump(&self.slow_consumers);
-                None
-            }
-            _ => None,
-        }
-    }
-}
+pub use ticktrade_bus::{BusCounters, BusStats};
 
 /// One message for the bus.
 pub(crate) struct BusItem {

@@ -13,12 +13,12 @@
 //! every subject of that queue skips one sequence number, so edges see a gap and resync.
 //!
 //! Owns: the sink's subscribers and queues, the per-subject sequences and latest frames, the
-//! writer tasks, the snapshot responder, and the bus counters ([`BusStats`], shared with the
-//! edge, `server::edge`).
+//! writer tasks and the snapshot responder. The counters ([`BusStats`], also kept by the edge,
+//! `server::edge`) are the bus crate's.
 //! Must not: slow the engine (it only offers to bounded queues), change a frame, or encode one.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -33,111 +33,7 @@ use tokio::task::JoinHandle;
 use super::engine::EngineMsg;
 use super::publish::{ClientId, Frames};
 
-/// Bus counters, shared by the sink or edge tasks and whoever shows them.
-#[derive(Debug, Default)]
-pub struct BusStats {
-    pub connected: AtomicBool,
-    pub published: AtomicU64,
-    pub dropped: AtomicU64,
-    pub publish_errors: AtomicU64,
-    pub requests: AtomicU64,
-    pub received: AtomicU64,
-    pub malformed: AtomicU64,
-    pub gaps: AtomicU64,
-    pub resyncs: AtomicU64,
-    pub slow_consumers: AtomicU64,
-    pub disconnects: AtomicU64,
-}
-
-/// The bus counters at one moment.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BusCounters {
-    /// Connected to a NATS server now.
-    pub connected: bool,
-    /// Messages handed to NATS (publisher).
-    pub published: u64,
-    /// Frames the sink's queues had no room for (publisher).
-    pub dropped: u64,
-    /// Publishes NATS refused (publisher).
-    pub publish_errors: u64,
-    /// Snapshot requests answered (publisher).
-    pub requests: u64,
-    /// Messages received on data subjects (edge).
-    pub received: u64,
-    /// Messages skipped because their subject, headers or payload were not the scheme's (edge).
-    pub malformed: u64,
-    /// Sequence gaps and publisher restarts seen (edge).
-    pub gaps: u64,
-    /// Snapshots applied to resync a feed (edge).
-    pub resyncs: u64,
-    /// NATS slow-consumer events.
-    pub slow_consumers: u64,
-    /// Connections to NATS lost.
-    pub disconnects: u64,
-}
-
-impl BusStats {
-    pub(crate) fn bump(counter: &AtomicU64) {
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub fn counters(&self) -> BusCounters {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        BusCounters {
-            connected: self.connected.load(Ordering::Relaxed),
-            published: get(&self.published),
-            dropped: get(&self.dropped),
-            publish_errors: get(&self.publish_errors),
-            requests: get(&self.requests),
-            received: get(&self.received),
-            malformed: get(&self.malformed),
-            gaps: get(&self.gaps),
-            resyncs: get(&self.resyncs),
-            slow_consumers: get(&self.slow_consumers),
-            disconnects: get(&self.disconnects),
-        }
-    }
-
-    /// Counts a connection event; `Some(true)` for a connect after a loss (or the first),
-    /// `Some(false)` for a loss.
-    pub fn on_event(&self, event: &async_nats::Event) -> Option<bool> {
-        match event {
-            async_nats::Event::Connected => Some(!self.connected.swap(true, Ordering::Relaxed)),
-            async_nats::Event::Disconnected => {
-                if self.connected.swap(false, Ordering::Relaxed) {
-                    Self::bump(&self.disconnects);
-                }
-                Some(false)
-            }
-            async_nats::Event::SlowConsumer(_) => {
-                Self::bump(&self.slow_consumers);
-                None
-            }
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for BusCounters {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "bus {}: published {} dropped {} errors {} requests {} | received {} malformed {} gaps {} resyncs {} | \
-             slow consumers {} disconnects {}",
-            if self.connected { "connected" } else { "DISCONNECTED" },
-            self.published,
-            self.dropped,
-            self.publish_errors,
-            self.requests,
-            self.received,
-            self.malformed,
-            self.gaps,
-            self.resyncs,
-            self.slow_consumers,
-            self.disconnects
-        )
-    }
-}
+pub use ticktrade_bus::{BusCounters, BusStats};
 
 /// Connects to the bus as `config` says; every connection event is counted in `stats`, and
 /// what an edge acts on comes out of the receiver (a publisher may drop it).
