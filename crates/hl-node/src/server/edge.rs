@@ -526,18 +526,7 @@ async fn info(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
 }
 
 async fn ws_upgrade(State(shared): State<Arc<Shared>>, ws: IncomingUpgrade) -> Response {
-    match ws.upgrade(super::ws_options()) {
-        Ok((response, upgrade)) => {
-            tokio::spawn(async move {
-                match upgrade.await {
-                    Ok(socket) => connection(socket, shared).await,
-                    Err(err) => tracing::debug!("websocket upgrade failed: {err}"),
-                }
-            });
-            response.map(axum::body::Body::new)
-        }
-        Err(err) => (StatusCode::BAD_REQUEST, format!("websocket upgrade: {err}")).into_response(),
-    }
+    super::upgrade(ws, move |socket| connection(socket, shared))
 }
 
 async fn connection(socket: HttpWebSocket, shared: Arc<Shared>) {

@@ -247,11 +247,21 @@ pub(crate) fn ws_options() -> Options {
 }
 
 async fn ws_upgrade(State(state): State<Arc<AppState>>, ws: IncomingUpgrade) -> Response {
+    upgrade(ws, move |socket| connection(socket, state))
+}
+
+/// Answers a `/ws` upgrade request and serves the connection with `serve` once it is done
+/// (the direct server and the edge alike).
+pub(crate) fn upgrade<F, Fut>(ws: IncomingUpgrade, serve: F) -> Response
+where
+    F: FnOnce(HttpWebSocket) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
     match ws.upgrade(ws_options()) {
         Ok((response, upgrade)) => {
             tokio::spawn(async move {
                 match upgrade.await {
-                    Ok(socket) => connection(socket, state).await,
+                    Ok(socket) => serve(socket).await,
                     Err(err) => tracing::debug!("websocket upgrade failed: {err}"),
                 }
             });
