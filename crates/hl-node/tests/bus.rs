@@ -27,16 +27,6 @@ use ticktrade_testkit::{NatsServer, WsClient};
 
 use common::*;
 
-const VARIANTS: [Variant; 7] = [
-    (None, None),
-    (Some(5), None),
-    (Some(5), Some(2)),
-    (Some(5), Some(5)),
-    (Some(4), None),
-    (Some(3), None),
-    (Some(2), None),
-];
-
 fn bus(url: &str) -> BusConfig {
     BusConfig::parse(url, None, |_| None).unwrap()
 }
@@ -139,8 +129,6 @@ fn assert_same(direct: &Feed, edge: &Feed, since: u64, what: &str) {
     assert!(n > 0, "{what}: no frames since {since}");
     assert_eq!(edge.last_time(), direct.last_time(), "{what}: last block");
 }
-
-type Variant = (Option<u32>, Option<u32>);
 
 /// Reads the direct clients until they are quiet, then each edge client up to the direct
 /// client's last block of its variant, and compares them (`assert_same`).

@@ -20,6 +20,21 @@ use ticktrade_hl_proto::info::{Meta, SpotMeta, coins_from_meta};
 use ticktrade_hl_proto::snapshot::Snapshot;
 
 /// 2026-04-30 20:59:50 UTC: ten seconds before an hour boundary.
+/// An `l2Book` subscription's aggregation as the documented parameters give it:
+/// `(nSigFigs, mantissa)`.
+pub type Variant = (Option<u32>, Option<u32>);
+
+/// The seven aggregations Hyperliquid documents, in the order the tests walk them.
+pub const VARIANTS: [Variant; 7] = [
+    (None, None),
+    (Some(5), None),
+    (Some(5), Some(2)),
+    (Some(5), Some(5)),
+    (Some(4), None),
+    (Some(3), None),
+    (Some(2), None),
+];
+
 pub const T0_MS: i64 = 1_777_582_790_000;
 
 pub fn generator(n_coins: usize, orders_per_block: usize) -> Generator {

@@ -23,16 +23,6 @@ async fn connect(url: &str) -> WsClient {
     ws
 }
 
-const VARIANTS: [(Option<u32>, Option<u32>); 7] = [
-    (None, None),
-    (Some(5), None),
-    (Some(5), Some(2)),
-    (Some(5), Some(5)),
-    (Some(4), None),
-    (Some(3), None),
-    (Some(2), None),
-];
-
 /// Hyperliquid's bucketing on decimal text, independent of the server's integer code.
 fn naive_levels(
     levels: &[(i64, i64, u32)],
