@@ -42,7 +42,6 @@ use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Params, Subscriptio
 use ticktrade_net::outbound::Offer;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use yawc::frame::OpCode;
 use yawc::{HttpWebSocket, IncomingUpgrade};
 
 use super::bus::{BusCounters, BusStats, CARRIED_LEVELS, FrameKind, carried_variant, frame_feed};
@@ -543,13 +542,10 @@ async fn connection(socket: HttpWebSocket, shared: Arc<Shared>) {
     let (sink, mut stream) = socket.split();
     let writer = tokio::spawn(super::write_queue(sink, Arc::clone(&out), kill_rx));
     while let Some(frame) = stream.next().await {
-        let text = match frame.opcode() {
-            OpCode::Text => match std::str::from_utf8(frame.payload()) {
-                Ok(text) => text,
-                Err(_) => break,
-            },
-            OpCode::Close => break,
-            _ => continue,
+        let text = match super::incoming(&frame) {
+            super::Incoming::Text(text) => text,
+            super::Incoming::Skip => continue,
+            super::Incoming::End => break,
         };
         match ClientMessage::parse(text) {
             Ok(message) => on_client_message(&shared, id, message, text),

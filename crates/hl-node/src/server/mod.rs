@@ -284,13 +284,10 @@ async fn connection(socket: HttpWebSocket, state: Arc<AppState>) {
     let (sink, mut stream) = socket.split();
     let writer = tokio::spawn(write_queue(sink, Arc::clone(&out), kill_rx));
     while let Some(frame) = stream.next().await {
-        let text = match frame.opcode() {
-            OpCode::Text => match std::str::from_utf8(frame.payload()) {
-                Ok(text) => text,
-                Err(_) => break,
-            },
-            OpCode::Close => break,
-            _ => continue,
+        let text = match incoming(&frame) {
+            Incoming::Text(text) => text,
+            Incoming::Skip => continue,
+            Incoming::End => break,
         };
         match ClientMessage::parse(text) {
             Ok(ClientMessage::Ping) => {
@@ -312,6 +309,23 @@ async fn connection(socket: HttpWebSocket, state: Arc<AppState>) {
     // The writer ends once what is queued is written.
     out.finish();
     let _ = writer.await;
+}
+
+/// What a received `/ws` frame is to a connection's reader.
+pub(crate) enum Incoming<'a> {
+    Text(&'a str),
+    /// Ping, pong, binary: nothing to answer here.
+    Skip,
+    /// A close, or text that is not UTF-8: the connection ends.
+    End,
+}
+
+pub(crate) fn incoming(frame: &Frame) -> Incoming<'_> {
+    match frame.opcode() {
+        OpCode::Text => std::str::from_utf8(frame.payload()).map_or(Incoming::End, Incoming::Text),
+        OpCode::Close => Incoming::End,
+        _ => Incoming::Skip,
+    }
 }
 
 /// A connection's writer: sends what `queue` holds until it is closed and empty, or until
