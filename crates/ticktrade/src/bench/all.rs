@@ -221,6 +221,18 @@ impl Check {
         let p50 = |name: &str| outcome.find(name).filter(|s| s.percentiles.count > 0).map(|s| s.percentiles.p50);
         let p99 = |name: &str| outcome.find(name).filter(|s| s.percentiles.count > 0).map(|s| s.percentiles.p99);
         let ns = |v: Option<u64>| v.map_or_else(|| "not measured".to_owned(), |v| Human(v).to_string());
+        // `a` at percentile `at` no more than `factor` times `b` at the same percentile.
+        let within = |a: &str, b: &str, factor: f64, at: &str, pair: Option<(u64, u64)>| {
+            let pair = pair.filter(|&(_, y)| y > 0);
+            (
+                format!("`{a}` {at} ≤ {factor}x `{b}` {at}"),
+                pair.map_or_else(
+                    || "not measured".to_owned(),
+                    |(x, y)| format!("{} / {} = {:.2}x", Human(x), Human(y), x as f64 / y as f64),
+                ),
+                pair.map(|(x, y)| x as f64 <= factor * y as f64),
+            )
+        };
         match *self {
             Check::P50Below(name, max) => {
                 (format!("`{name}` p50 < {}", Human(max)), ns(p50(name)), p50(name).map(|v| v < max))
@@ -239,28 +251,8 @@ impl Check {
                     ratio.map(|r| r >= min),
                 )
             }
-            Check::WithinFactor(a, b, factor) => {
-                let pair = p50(a).zip(p50(b)).filter(|&(_, b)| b > 0);
-                (
-                    format!("`{a}` p50 ≤ {factor}x `{b}` p50"),
-                    pair.map_or_else(
-                        || "not measured".to_owned(),
-                        |(x, y)| format!("{} / {} = {:.2}x", Human(x), Human(y), x as f64 / y as f64),
-                    ),
-                    pair.map(|(x, y)| x as f64 <= factor * y as f64),
-                )
-            }
-            Check::P99WithinFactor(a, b, factor) => {
-                let pair = p99(a).zip(p99(b)).filter(|&(_, b)| b > 0);
-                (
-                    format!("`{a}` p99 ≤ {factor}x `{b}` p99"),
-                    pair.map_or_else(
-                        || "not measured".to_owned(),
-                        |(x, y)| format!("{} / {} = {:.2}x", Human(x), Human(y), x as f64 / y as f64),
-                    ),
-                    pair.map(|(x, y)| x as f64 <= factor * y as f64),
-                )
-            }
+            Check::WithinFactor(a, b, factor) => within(a, b, factor, "p50", p50(a).zip(p50(b))),
+            Check::P99WithinFactor(a, b, factor) => within(a, b, factor, "p99", p99(a).zip(p99(b))),
             Check::WithinNs(a, b, max) => {
                 let pair = p50(a).zip(p50(b));
                 (
