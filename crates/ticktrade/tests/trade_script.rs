@@ -80,9 +80,10 @@ async fn scripted_session_on_the_embedded_simulator() {
 async fn url_session_ends_equal_to_the_simulators_account_and_leaks_no_secret() {
     const SECRET: &str = "zq-secret-value-8841";
     let key = ticktrade_sim::ApiKey { client_id: "bob".into(), client_secret: ticktrade_sim::Secret::new(SECRET) };
-    let sim = ticktrade_sim::spawn_loopback(ticktrade_sim::SimConfig { keys: vec![key], ..Default::default() })
-        .await
-        .unwrap();
+    // A still market (no synthetic activity): equity moves with the mark, and the script's
+    // `account` and the auditor's read must see the same one.
+    let config = ticktrade_sim::SimConfig { keys: vec![key], rate_per_s: 0, ..Default::default() };
+    let sim = ticktrade_sim::spawn_loopback(config).await.unwrap();
     let env = [("DERIBIT_CLIENT_ID", "bob"), ("DERIBIT_CLIENT_SECRET", SECRET)];
     let script = format!("{SESSION}status\nbogus-command\nbuy {INSTRUMENT} 10 @ 1.3\n");
     let run = ticktrade(&["trade", "--url", &sim.ws_url(), "--json"], &env, &script).await;
