@@ -17,8 +17,10 @@ const INSTRUMENT: &str = "BTC-PERPETUAL";
 /// Longest wait for the output a test expects.
 const WAIT: Duration = Duration::from_secs(20);
 
+/// A still market (no synthetic activity), so equity, which moves with the mark, reads
+/// the same from the shell and from the auditing session a moment later.
 async fn sim(keys: Vec<ApiKey>) -> SimHandle {
-    ticktrade_sim::spawn_loopback(SimConfig { rate_per_s: 200, min_heartbeat_s: 1, keys, ..SimConfig::default() })
+    ticktrade_sim::spawn_loopback(SimConfig { rate_per_s: 0, min_heartbeat_s: 1, keys, ..SimConfig::default() })
         .await
         .unwrap()
 }
