@@ -60,7 +60,7 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", ticktrade::error_text(&err));
             std::process::ExitCode::FAILURE
         }
     }

@@ -108,7 +108,7 @@ pub fn main_with<S: Strategy>(make: impl FnOnce(&Setup) -> anyhow::Result<S>) ->
     match run_with(cli.args, make) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", crate::error_text(&error));
             ExitCode::FAILURE
         }
     }
