@@ -50,6 +50,54 @@ async fn a_publisher_and_an_edge_from_the_command_line() {
     publisher.stop();
 }
 
+/// The bus as a secured deployment runs it: nats-server speaking only TLS, with a password;
+/// the publisher and the edge trust its certificate through `--nats-ca` and take the
+/// credentials from the environment, which never show up in what they print.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_tls_with_credentials_from_the_environment() {
+    const PASSWORD: &str = "nats-pw-5521-secret";
+    let dir = tempfile::tempdir().unwrap();
+    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
+    let (cert, key) = (dir.path().join("nats.pem"), dir.path().join("nats.key"));
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+    let (cert, key) = (cert.display().to_string(), key.display().to_string());
+    #[rustfmt::skip]
+    let nats = NatsServer::start_with(&[
+        "--tls", "--tlscert", &cert, "--tlskey", &key, "--user", "bob", "--pass", PASSWORD,
+    ]);
+    let url = format!("tls://127.0.0.1:{}", nats.port());
+    let env = [("NATS_USER", "bob"), ("NATS_PASSWORD", PASSWORD)];
+    #[rustfmt::skip]
+    let publisher = SimProcess::start_subcommand("serve", &[
+        "--upstream", "sim", "--sim-rate", "400", "--instruments", "BTC-PERPETUAL", "--listen", "127.0.0.1:0",
+        "--publish", &url, "--nats-ca", &cert, "--stats-interval-s", "0",
+    ], &env);
+    #[rustfmt::skip]
+    let edge = SimProcess::start_subcommand("serve", &[
+        "--upstream", &url, "--nats-ca", &cert, "--listen", "127.0.0.1:0", "--stats-interval-s", "0",
+    ], &env);
+    let mut ws = WsClient::connect(&edge.url("ws://").unwrap()).await;
+    let reply = ws.call("public/subscribe", json!({"channels": ["book.BTC-PERPETUAL.raw"]})).await;
+    assert_eq!(reply["result"], json!(["book.BTC-PERPETUAL.raw"]));
+    let snapshot = ws.notification("book.BTC-PERPETUAL.raw").await;
+    assert_eq!(snapshot["params"]["data"]["type"], "snapshot");
+    let change = ws.notification("book.BTC-PERPETUAL.raw").await;
+    assert_eq!(change["params"]["data"]["prev_change_id"], snapshot["params"]["data"]["change_id"]);
+    drop(ws);
+    let (edge_out, edge_log) = edge.stop_with_logs();
+    let (publisher_out, publisher_log) = publisher.stop_with_logs();
+    for line in edge_out.iter().chain(&edge_log).chain(&publisher_out).chain(&publisher_log) {
+        assert!(!line.contains(PASSWORD), "the NATS password was printed: {line}");
+    }
+
+    // Without the certificate, the edge refuses the server's (no skip switch), at start.
+    let with_password = format!("tls://bob:{PASSWORD}@127.0.0.1:{}", nats.port());
+    let text = fails(&["--listen", "127.0.0.1:0", "--upstream", &with_password]);
+    assert!(text.contains(&format!("127.0.0.1:{}", nats.port())) && text.contains("certificate"), "{text}");
+    assert!(!text.contains(PASSWORD), "{text}");
+}
+
 /// Runs `ticktrade serve ARGS`, which must fail at start; returns what it printed.
 fn fails(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_ticktrade")).arg("serve").args(args).output().unwrap();
