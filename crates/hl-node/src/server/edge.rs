@@ -35,7 +35,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use ticktrade_bus::async_nats::{self, HeaderMap};
+use ticktrade_bus::async_nats;
 use ticktrade_bus::{Envelope, HlSubject, HlSubjects, Seen, SeqTracker};
 use ticktrade_hl_proto::info::{InfoRequest, deserialize_error};
 use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Params, Subscription, errors};
@@ -52,23 +52,9 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often stale feeds without a request in flight ask again.
 const RETRY: Duration = Duration::from_millis(250);
 
-/// What the NATS connection did, as the edge acts on it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BusEvent {
-    Lost,
-    Restored,
-    SlowConsumer,
-}
-
-/// Maps a NATS event to what the edge does about it (counting it in `stats` on the way).
-pub fn classify(stats: &BusStats, event: &async_nats::Event) -> Option<BusEvent> {
-    match (stats.on_event(event), event) {
-        (_, async_nats::Event::SlowConsumer(_)) => Some(BusEvent::SlowConsumer),
-        (Some(true), _) => Some(BusEvent::Restored),
-        (Some(false), async_nats::Event::Disconnected) => Some(BusEvent::Lost),
-        _ => None,
-    }
-}
+/// What the edge acts on among its connection's events, and how one is told (the serve
+/// edge's too: `ticktrade_bus::edge`).
+pub use ticktrade_bus::{BusEvent, classify};
 
 /// Edge options.
 #[derive(Clone, Debug)]
@@ -257,11 +243,6 @@ fn on_event(shared: &Arc<Shared>, event: BusEvent) {
     }
 }
 
-fn envelope(headers: Option<&HeaderMap>) -> Option<Envelope> {
-    let headers = headers?;
-    Envelope::decode(|name| headers.get(name).map(AsRef::as_ref)).ok()
-}
-
 /// Whether `payload` is a frame of `feed` (its channel and coin).
 fn is_frame_of(payload: &[u8], feed: &HlSubject) -> bool {
     let Some((kind, coin)) = frame_feed(payload) else { return false };
@@ -276,7 +257,9 @@ fn is_frame_of(payload: &[u8], feed: &HlSubject) -> bool {
 fn on_message(shared: &Arc<Shared>, msg: async_nats::Message) {
     let stats = &shared.stats;
     BusStats::bump(&stats.received);
-    let (Some(feed), Some(env)) = (shared.subjects.parse_data(&msg.subject), envelope(msg.headers.as_ref())) else {
+    let (Some(feed), Some(env)) =
+        (shared.subjects.parse_data(&msg.subject), Envelope::from_headers(msg.headers.as_ref()))
+    else {
         BusStats::bump(&stats.malformed);
         return;
     };
@@ -337,7 +320,7 @@ fn resync(shared: &Arc<Shared>, feed: HlSubject) {
     tokio::spawn(async move {
         let reply = tokio::time::timeout(REQUEST_TIMEOUT, shared.client.request(subject, Bytes::new())).await;
         let snapshot = match reply {
-            Ok(Ok(msg)) => match envelope(msg.headers.as_ref()) {
+            Ok(Ok(msg)) => match Envelope::from_headers(msg.headers.as_ref()) {
                 Some(env) if is_frame_of(&msg.payload, &feed) => Some((env, msg.payload)),
                 Some(_) => {
                     BusStats::bump(&shared.stats.malformed);
