@@ -229,16 +229,16 @@ async fn follow(
     }
 }
 
+/// Every whole-state feed goes stale (the retry tick resyncs it); trades, with nothing to
+/// resync, go on (a loss shows as a counted gap), after a reconnect from the next message on.
 fn on_event(shared: &Arc<Shared>, event: BusEvent) {
     let Ok(mut st) = shared.state.lock() else { return };
-    for topic in st.topics.values_mut() {
-        match event {
-            // Whatever comes next is checked against a snapshot.
-            BusEvent::Lost | BusEvent::SlowConsumer => topic.stale = true,
-            BusEvent::Restored => {
-                topic.stale = true;
-                topic.tracker.reset();
-            }
+    for (feed, topic) in st.topics.iter_mut() {
+        if feed.has_snapshot() {
+            topic.stale = true;
+        }
+        if event == BusEvent::Restored {
+            topic.tracker.reset();
         }
     }
 }
