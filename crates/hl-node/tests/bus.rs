@@ -344,6 +344,44 @@ async fn a_slow_edge_resyncs_after_its_client_drops_messages() {
     edge.stop();
 }
 
+/// The same subscription sent to a direct server and to an edge gets the same reply: for a
+/// coin the publisher does not serve, Hyperliquid's `Invalid subscription` error (the edge
+/// knows the coins from its publisher); for a served coin, the same acknowledgement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edge_answers_an_unknown_coin_as_the_direct_server_does() {
+    let nats = NatsServer::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let (generator, _writer, server) = served(tmp.path(), 4, 80).await;
+    let sink = sink_on(&server, &nats.url(), &generator).await;
+    let edge = edge(&nats.url()).await;
+    let mut direct = WsClient::connect(&format!("ws://{}/ws", server.addr)).await;
+    let mut at_edge = WsClient::connect(&format!("ws://{}/ws", edge.addr)).await;
+    let reply = |v: &Value| v["channel"] == "error" || v["channel"] == "subscriptionResponse";
+    for (method, sub) in [
+        ("subscribe", json!({"type": "l2Book", "coin": "NOPE"})),
+        ("subscribe", json!({"type": "l2Book", "coin": "NOPE", "nSigFigs": 5})),
+        ("subscribe", json!({"type": "trades", "coin": "NOPE"})),
+        ("subscribe", json!({"type": "bbo", "coin": "NOPE"})),
+        ("subscribe", json!({"type": "l4Book", "coin": "NOPE"})),
+        ("unsubscribe", json!({"type": "trades", "coin": "NOPE"})),
+        ("subscribe", json!({"type": "trades", "coin": "BTC"})),
+        ("subscribe", json!({"type": "l2Book", "coin": "ETH", "nSigFigs": 3})),
+    ] {
+        let message = json!({"method": method, "subscription": sub});
+        direct.send_json(&message).await;
+        let want = direct.next_where("the direct server's reply", reply).await;
+        at_edge.send_json(&message).await;
+        let got = at_edge.next_where("the edge's reply", reply).await;
+        assert_eq!(got, want, "{message}");
+        if sub["coin"] == "NOPE" && method == "subscribe" {
+            assert!(want["data"].as_str().unwrap().starts_with("Invalid subscription"), "{want}");
+        }
+    }
+    sink.stop();
+    server.stop();
+    edge.stop();
+}
+
 /// `/info` `l2Book` and `allMids` on an edge: the publisher's latest frames.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edge_answers_info_from_the_latest_frames() {
