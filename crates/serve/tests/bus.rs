@@ -253,6 +253,55 @@ async fn an_edge_fails_over_when_its_cluster_node_dies() {
     sim.shutdown().await;
 }
 
+/// The node the *publisher* is connected to dies (the edges are on the other two): the
+/// publisher fails over to another node and goes on publishing; the edges never lose their
+/// own connection, and their clients' books come to equal the simulator's again without a
+/// broken chain. (The client holds what the publisher writes while it reconnects, so the
+/// edges usually see no gap at all; a message lost with the node would be a gap and a resync.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_publisher_fails_over_when_its_cluster_node_dies() {
+    let mut cluster = NatsCluster::start(3);
+    let sim = sim().await;
+    let spec = spec(&sim).await;
+    let publisher = publisher_on(&sim, named_bus(&cluster.urls(), "publisher")).await;
+    let nodes = cluster.nodes_of("publisher");
+    assert_eq!(nodes.len(), 1, "the publisher holds one connection: {nodes:?}");
+    let killed = nodes[0];
+    // Each edge is given one of the other nodes (it learns the rest from the cluster).
+    let others: Vec<String> =
+        cluster.urls().split(',').enumerate().filter(|(i, _)| *i != killed).map(|(_, u)| u.to_owned()).collect();
+    let edges = [edge_on(named_bus(&others[0], "edge-a")).await, edge_on(named_bus(&others[1], "edge-b")).await];
+    for (name, url) in [("edge-a", &others[0]), ("edge-b", &others[1])] {
+        let on = cluster.nodes_of(name);
+        assert!(on.len() == 1 && !on.contains(&killed), "{name} ({url}) is on {on:?}, the publisher on {killed}");
+    }
+    let mut followers = Vec::new();
+    for e in &edges {
+        for _ in 0..CLIENTS {
+            followers.push(Follower::connect(e).await);
+        }
+    }
+    converge_all(&mut followers, &sim, &spec, 20).await;
+
+    cluster.node(killed).kill();
+    let p = wait_bus(&publisher, "the publisher did not fail over", |c| c.disconnects >= 1 && c.connected).await;
+    let now = cluster.nodes_of("publisher");
+    assert!(now.len() == 1 && now[0] != killed, "the publisher is on another node now: {now:?} (killed {killed})");
+    assert_eq!(p.publish_errors, 0, "{p:?}");
+    let published = p.published;
+    converge_all(&mut followers, &sim, &spec, 20).await;
+    assert!(bus_counters(&publisher).await.published > published, "publishing after the failover");
+    for e in &edges {
+        let c = bus_counters(e).await;
+        assert!(c.connected && c.disconnects == 0 && c.malformed == 0, "{c:?}");
+    }
+    for e in edges {
+        e.shutdown().await;
+    }
+    publisher.shutdown().await;
+    sim.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_messages_are_skipped_and_sequence_gaps_resync() {
     let nats = NatsServer::start();
