@@ -263,15 +263,22 @@ fn on_event(shared: &Arc<Shared>, event: BusEvent) {
     }
 }
 
-/// Asks the publisher for its coin list and keeps it (kept as it was when none answers).
-async fn fetch_coins(shared: &Shared) {
-    {
-        let Ok(mut st) = shared.state.lock() else { return };
-        if st.coins_pending {
-            return;
-        }
-        st.coins_pending = true;
+impl EdgeState {
+    /// Takes the coin-list request on, unless one is in flight.
+    fn claim_coins(&mut self) -> bool {
+        !std::mem::replace(&mut self.coins_pending, true)
     }
+}
+
+/// Asks the publisher for its coin list (unless a request is in flight) and keeps it.
+async fn fetch_coins(shared: &Shared) {
+    if shared.state.lock().is_ok_and(|mut st| st.claim_coins()) {
+        fetch_claimed_coins(shared).await;
+    }
+}
+
+/// The request [`EdgeState::claim_coins`] took on; the list is kept as it was when none answers.
+async fn fetch_claimed_coins(shared: &Shared) {
     let reply =
         tokio::time::timeout(REQUEST_TIMEOUT, shared.client.request(shared.subjects.coins(), Bytes::new())).await;
     let coins = match reply {
@@ -316,7 +323,9 @@ fn on_message(shared: &Arc<Shared>, msg: async_nats::Message) {
     let new_run;
     {
         let Ok(mut st) = shared.state.lock() else { return };
-        new_run = st.coins.as_ref().is_some_and(|c| c.publisher != env.publisher) && !st.coins_pending;
+        // A new publisher run may serve other coins: ask once (the claim stops the next
+        // messages of the run from asking again while the request is in flight).
+        new_run = st.coins.as_ref().is_some_and(|c| c.publisher != env.publisher) && st.claim_coins();
         let topic = st.topics.entry(feed.clone()).or_default();
         let seen = topic.tracker.observe(env);
         if !is_frame_of(&msg.payload, &feed) {
@@ -354,7 +363,8 @@ fn on_message(shared: &Arc<Shared>, msg: async_nats::Message) {
         resync(shared, feed);
     }
     if new_run {
-        refresh_coins(shared);
+        let shared = Arc::clone(shared);
+        tokio::spawn(async move { fetch_claimed_coins(&shared).await });
     }
 }
 
