@@ -51,6 +51,12 @@ impl Envelope {
         };
         Ok(Envelope { publisher: number(PUBLISHER_HEADER)?, seq: number(SEQ_HEADER)? })
     }
+
+    /// The envelope of a NATS message's headers; `None` without headers or with bad ones.
+    pub fn from_headers(headers: Option<&async_nats::HeaderMap>) -> Option<Envelope> {
+        let headers = headers?;
+        Envelope::decode(|name| headers.get(name).map(AsRef::as_ref)).ok()
+    }
 }
 
 #[cfg(test)]
@@ -73,6 +79,16 @@ mod tests {
             Envelope::decode(lookup(&bad)),
             Err(EnvelopeError::NotANumber { name: SEQ_HEADER, value: "-1".to_owned() })
         );
+    }
+
+    #[test]
+    fn a_messages_headers_give_its_envelope() {
+        assert_eq!(Envelope::from_headers(None), None);
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(PUBLISHER_HEADER, "7");
+        assert_eq!(Envelope::from_headers(Some(&headers)), None, "no sequence");
+        headers.insert(SEQ_HEADER, "12");
+        assert_eq!(Envelope::from_headers(Some(&headers)), Some(Envelope { publisher: 7, seq: 12 }));
     }
 
     proptest! {

@@ -7,6 +7,7 @@
 //! <root>.bbo.<coin>                 bbo frames of one coin
 //! <root>.allMids                    allMids frames
 //! <root>.snapshot.<data subject>    request–reply: the latest frame of that subject (not trades)
+//! <root>.coins                      request–reply: the coins published, a JSON array of names
 //! ```
 //!
 //! `<root>` is `ticktrade.hl` unless the operator picks another. A payload is the frame a
@@ -14,6 +15,10 @@
 //! ([`crate::envelope`]). Every carried feed is whole state (an `l2Book` frame is the top
 //! levels, a `bbo` the best levels, `allMids` every mid), so the snapshot of a subject is its
 //! latest frame; trades are a stream and have none.
+//!
+//! The coin list is asked for rather than read off the data: a quiet coin may have published
+//! nothing yet, and `allMids` leaves out coins without a mid, yet an edge must know every
+//! coin its publisher serves to answer a subscription to any other as a direct server does.
 //!
 //! A variant is one token: `full` or `s<nSigFigs>` with `m<mantissa>` when given, then
 //! `-<nLevels>` (`full-20`, `s5m2-20`, `s3-20`). A coin is one token: Hyperliquid names
@@ -178,6 +183,11 @@ impl HlSubjects {
         [format!("{r}.l2Book.>"), format!("{r}.trades.>"), format!("{r}.bbo.>"), format!("{r}.allMids")]
     }
 
+    /// The subject the publisher answers with its coin list.
+    pub fn coins(&self) -> String {
+        format!("{}.coins", self.root)
+    }
+
     /// The wildcard the publisher answers snapshot requests on.
     pub fn snapshot_all(&self) -> String {
         format!("{}.snapshot.>", self.root)
@@ -259,6 +269,8 @@ mod tests {
         assert_eq!(s.parse_snapshot("ticktrade.hl.snapshot.trades.BTC"), None);
         assert_eq!(s.parse_snapshot("ticktrade.hl.bbo.BTC"), None);
         assert_eq!(s.snapshot_all(), "ticktrade.hl.snapshot.>");
+        assert_eq!(s.coins(), "ticktrade.hl.coins");
+        assert_eq!(s.parse_data(&s.coins()), None, "not a data subject");
         assert_eq!(s.data_all()[0], "ticktrade.hl.l2Book.>");
         assert_eq!(escape_coin("a.b c%*>é"), "a%2Eb%20c%25%2A%3E%C3%A9");
     }

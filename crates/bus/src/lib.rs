@@ -5,7 +5,8 @@
 //!
 //! Owns: the subject scheme ([`subject`]), the message envelope ([`envelope`]: the upstream
 //! frame as received, plus a per-subject publisher sequence in NATS headers), gap detection
-//! on a subject ([`gap`]), and the connect options NATS users expect ([`config`]).
+//! on a subject ([`gap`]), the connect options NATS users expect ([`config`]), and what an
+//! edge acts on among its connection's events ([`edge`]).
 //! Must not: keep books or clients (serve does), or show a secret in a log, error or `Debug`.
 //! `subject`, `envelope` and `gap` do no I/O.
 //!
@@ -22,9 +23,11 @@
 //! - `envelope`: the two headers (publisher run, sequence) and their encoding.
 //! - `gap`: a subject's sequence state: next, old, gap, publisher restart.
 //! - `config`: URLs, credentials (URL or environment), TLS, [`connect`].
+//! - `edge`: connection events as an edge acts on them (lost, restored, slow consumer).
 //! - `stats`: the counters a publisher or an edge keeps, and how connection events move them.
 
 pub mod config;
+pub mod edge;
 pub mod envelope;
 pub mod gap;
 pub mod hl;
@@ -33,6 +36,7 @@ pub mod subject;
 
 pub use async_nats;
 pub use config::{Auth, BusConfig, BusError, ConfigError, connect};
+pub use edge::{BusEvent, classify};
 pub use envelope::{Envelope, EnvelopeError};
 pub use gap::{Seen, SeqTracker};
 pub use hl::{HlSubject, HlSubjects, Variant};

@@ -3,8 +3,9 @@
 //! (`server::bus`), two edges (`server::edge`) serve their own clients from the bus, and
 //! clients written against Hyperliquid's documented formats compare what an edge sends with
 //! what the direct server sends at the same block (`time`). Through a NATS server restart and
-//! a publisher restart the edges resync and carry on; malformed messages are counted and
-//! skipped; a bad address or login is an error at start.
+//! a publisher restart the edges resync and carry on; a deliberately slow edge whose NATS
+//! client drops messages for it resyncs and carries on too; malformed messages are counted
+//! and skipped; a bad address or login is an error at start.
 
 #![allow(clippy::unwrap_used)]
 
@@ -19,11 +20,11 @@ use serde_json::{Value, json};
 use ticktrade_bus::async_nats;
 use ticktrade_bus::{BusConfig, Envelope, HlSubjects};
 use ticktrade_hl_node::server::bus::{BusCounters, BusStats, Sink, SinkConfig, connect, start_sink};
-use ticktrade_hl_node::server::edge::{Edge, EdgeConfig, start_edge};
+use ticktrade_hl_node::server::edge::{BusEvent, Edge, EdgeConfig, classify, start_edge};
 use ticktrade_hl_node::server::{MetaDocs, Running, ServeConfig, start};
 use ticktrade_hl_node::synth::Generator;
 use ticktrade_hl_node::synth::writer::GenWriter;
-use ticktrade_testkit::{NatsServer, WsClient};
+use ticktrade_testkit::{Freezable, NatsServer, WsClient};
 
 use common::*;
 
@@ -133,9 +134,7 @@ fn assert_same(direct: &Feed, edge: &Feed, since: u64, what: &str) {
 /// Reads the direct clients until they are quiet, then each edge client up to the direct
 /// client's last block of its variant, and compares them (`assert_same`).
 async fn check(direct: &mut [Feed], at_edges: &mut [(Variant, Feed)], since: u64, what: &str) {
-    for d in direct.iter_mut() {
-        d.drain(Duration::from_millis(700)).await;
-    }
+    futures_util::future::join_all(direct.iter_mut().map(|d| d.drain(Duration::from_millis(700)))).await;
     for (v, e) in at_edges.iter_mut() {
         let i = VARIANTS.iter().position(|x| x == v).unwrap();
         e.until(direct[i].last_time()).await;
@@ -256,6 +255,131 @@ async fn edges_serve_the_direct_servers_books_through_restarts() {
     for e in edges {
         e.stop();
     }
+}
+
+/// A deliberately slow edge: its NATS client runs on the test's runtime, the edge itself on a
+/// runtime the test freezes, so the client keeps reading while the edge takes nothing and its
+/// subscription queues (512 messages, some eight blocks) overflow: real slow-consumer events. Thawed, the edge
+/// resyncs and its clients' books equal the direct server's at every block again; trades go
+/// on. Then, on a quiet bus, a slow-consumer event alone (no gap to see) resyncs the books.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_edge_resyncs_after_its_client_drops_messages() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut generator, mut writer, server) = served(tmp.path(), 6, 120).await;
+    let sink = sink_on(&server, &url, &generator).await;
+    let stats = Arc::new(BusStats::default());
+    let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
+    let (counted, tx) = (Arc::clone(&stats), events_tx.clone());
+    let client = async_nats::ConnectOptions::new()
+        .subscription_capacity(512)
+        .event_callback(move |event| {
+            let (counted, tx) = (Arc::clone(&counted), tx.clone());
+            async move {
+                if let Some(event) = classify(&counted, &event) {
+                    let _ = tx.send(event);
+                }
+            }
+        })
+        .connect(url.as_str())
+        .await
+        .unwrap();
+    let slow_runtime = Freezable::start("slow-hl-edge");
+    let edge_stats = Arc::clone(&stats);
+    let edge = slow_runtime
+        .run(move || async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let config = EdgeConfig { subjects: HlSubjects::default(), queue: 4096 };
+            start_edge(listener, client, events, config, edge_stats).await.unwrap()
+        })
+        .await;
+    let mut direct = Vec::new();
+    let mut at_edge = Vec::new();
+    for v in VARIANTS {
+        direct.push(Feed::l2(server.addr, v).await);
+        at_edge.push((v, Feed::l2(edge.addr, v).await));
+    }
+    let mut trades = Feed::open(edge.addr, json!({"type": "trades", "coin": "BTC"})).await;
+    blocks(&mut generator, &mut writer, 6).await;
+    check(&mut direct, &mut at_edge, 0, "before").await;
+
+    let frozen = slow_runtime.freeze().await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let slow_before = edge.counters().slow_consumers;
+    while edge.counters().slow_consumers == slow_before {
+        assert!(Instant::now() < deadline, "the client never dropped a message: {}", edge.counters());
+        blocks(&mut generator, &mut writer, 1).await;
+    }
+    frozen.thaw();
+    let since = direct.iter().map(Feed::last_time).max().unwrap() + 1;
+    blocks(&mut generator, &mut writer, 8).await;
+    check(&mut direct, &mut at_edge, since, "after slow-consumer events").await;
+    let c = edge.counters();
+    assert!(c.resyncs > 0 && c.disconnects == 0, "resynced without losing the connection: {c}");
+    // Trades go on: a trade of a block written from now on reaches the edge's client.
+    let now = direct.iter().map(Feed::last_time).max().unwrap();
+    blocks(&mut generator, &mut writer, 6).await;
+    trades
+        .ws
+        .next_where("a trade after the resync", |v| {
+            v["channel"] == "trades" && v["data"].as_array().unwrap().iter().any(|t| t["time"].as_u64() > Some(now))
+        })
+        .await;
+
+    // A quiet bus: a slow-consumer event alone resyncs the books (no gap shows the loss).
+    for d in &mut direct {
+        d.drain(Duration::from_millis(300)).await;
+    }
+    let before = edge.counters();
+    events_tx.send(BusEvent::SlowConsumer).unwrap();
+    wait_for(|| edge.counters(), "a resync after the event", |c| c.resyncs > before.resyncs).await;
+    assert_eq!(edge.counters().gaps, before.gaps, "{}", edge.counters());
+    let since = direct.iter().map(Feed::last_time).max().unwrap() + 1;
+    blocks(&mut generator, &mut writer, 4).await;
+    check(&mut direct, &mut at_edge, since, "after a slow-consumer event").await;
+    assert_eq!(sink.counters().dropped, 0);
+    sink.stop();
+    server.stop();
+    edge.stop();
+}
+
+/// The same subscription sent to a direct server and to an edge gets the same reply: for a
+/// coin the publisher does not serve, Hyperliquid's `Invalid subscription` error (the edge
+/// knows the coins from its publisher); for a served coin, the same acknowledgement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edge_answers_an_unknown_coin_as_the_direct_server_does() {
+    let nats = NatsServer::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let (generator, _writer, server) = served(tmp.path(), 4, 80).await;
+    let sink = sink_on(&server, &nats.url(), &generator).await;
+    let edge = edge(&nats.url()).await;
+    let mut direct = WsClient::connect(&format!("ws://{}/ws", server.addr)).await;
+    let mut at_edge = WsClient::connect(&format!("ws://{}/ws", edge.addr)).await;
+    let reply = |v: &Value| v["channel"] == "error" || v["channel"] == "subscriptionResponse";
+    for (method, sub) in [
+        ("subscribe", json!({"type": "l2Book", "coin": "NOPE"})),
+        ("subscribe", json!({"type": "l2Book", "coin": "NOPE", "nSigFigs": 5})),
+        ("subscribe", json!({"type": "trades", "coin": "NOPE"})),
+        ("subscribe", json!({"type": "bbo", "coin": "NOPE"})),
+        ("subscribe", json!({"type": "l4Book", "coin": "NOPE"})),
+        ("unsubscribe", json!({"type": "trades", "coin": "NOPE"})),
+        ("subscribe", json!({"type": "trades", "coin": "BTC"})),
+        ("subscribe", json!({"type": "l2Book", "coin": "ETH", "nSigFigs": 3})),
+    ] {
+        let message = json!({"method": method, "subscription": sub});
+        direct.send_json(&message).await;
+        let want = direct.next_where("the direct server's reply", reply).await;
+        at_edge.send_json(&message).await;
+        let got = at_edge.next_where("the edge's reply", reply).await;
+        assert_eq!(got, want, "{message}");
+        if sub["coin"] == "NOPE" && method == "subscribe" {
+            assert!(want["data"].as_str().unwrap().starts_with("Invalid subscription"), "{want}");
+        }
+    }
+    sink.stop();
+    server.stop();
+    edge.stop();
 }
 
 /// `/info` `l2Book` and `allMids` on an edge: the publisher's latest frames.

@@ -25,31 +25,16 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use serde::Deserialize;
-use ticktrade_bus::async_nats::{self, HeaderMap};
-use ticktrade_bus::{Envelope, Kind, Seen, SeqTracker, Subjects};
+use ticktrade_bus::async_nats;
+use ticktrade_bus::{BusEvent, Envelope, Kind, Seen, SeqTracker, Subjects};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::bus::{BusOrigins, BusStats};
 use crate::hub::{HubMsg, UpEvent};
 
-/// What the NATS connection did, as the edge acts on it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum BusEvent {
-    Lost,
-    Restored,
-    SlowConsumer,
-}
-
-/// Maps a NATS event to what the edge does about it (counting it on the way).
-pub(crate) fn classify(stats: &BusStats, event: &async_nats::Event) -> Option<BusEvent> {
-    match (stats.on_event(event), event) {
-        (_, async_nats::Event::SlowConsumer(_)) => Some(BusEvent::SlowConsumer),
-        (Some(true), _) => Some(BusEvent::Restored),
-        (Some(false), async_nats::Event::Disconnected) => Some(BusEvent::Lost),
-        _ => None,
-    }
-}
+/// Counts a NATS event and says what the edge does about it (shared with the hl edge).
+pub(crate) use ticktrade_bus::classify;
 
 /// How long a snapshot or JSON-RPC request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
@@ -133,15 +118,21 @@ pub(crate) async fn run(
     }
 }
 
-/// (Re)starts following upstream channel `ch`; `false` if it is not carried on the bus.
+/// (Re)starts following upstream channel `ch`; `false` if it is not carried on the bus. A
+/// restart (the hub resubscribing after a reconnect, or a slow-consumer event) makes the
+/// book's first snapshot a resync.
 fn start(ctx: &Ctx, follows: &mut HashMap<String, JoinHandle<()>>, ch: &str) -> bool {
     let Some((kind, instrument)) = ticktrade_bus::subject::parse_channel(ch) else { return false };
     let Ok(subject) = ctx.subjects.data(kind, instrument) else { return false };
     let Ok(snapshot) = ctx.subjects.snapshot(instrument) else { return false };
-    if let Some(old) = follows.remove(ch) {
-        old.abort();
-    }
-    let task = tokio::spawn(follow(ctx.clone(), ch.to_owned(), kind, subject, snapshot));
+    let restart = match follows.remove(ch) {
+        Some(old) => {
+            old.abort();
+            true
+        }
+        None => false,
+    };
+    let task = tokio::spawn(follow(ctx.clone(), ch.to_owned(), kind, subject, snapshot, restart));
     follows.insert(ch.to_owned(), task);
     true
 }
@@ -207,11 +198,6 @@ async fn rpc(ctx: &Ctx, id: u64, method: &str, params: &str) -> String {
     )
 }
 
-fn envelope(headers: Option<&HeaderMap>) -> Option<Envelope> {
-    let headers = headers?;
-    Envelope::decode(|name| headers.get(name).map(AsRef::as_ref)).ok()
-}
-
 /// Whether `payload` is a Deribit subscription notification on `channel` (the scheme's
 /// only payload), as text.
 fn notification<'a>(payload: &'a [u8], channel: &str) -> Option<&'a str> {
@@ -236,8 +222,9 @@ fn notification<'a>(payload: &'a [u8], channel: &str) -> Option<&'a str> {
 }
 
 /// Follows one subject and feeds its messages to the hub in order; a book starts from a
-/// snapshot and goes back to one after a gap.
-async fn follow(ctx: Ctx, channel: String, kind: Kind, subject: String, snapshot_subject: String) {
+/// snapshot and goes back to one after a gap. Every snapshot after the first applied, and
+/// the first too on a `restart`, is counted as a resync.
+async fn follow(ctx: Ctx, channel: String, kind: Kind, subject: String, snapshot_subject: String, restart: bool) {
     let mut sub = loop {
         match ctx.client.subscribe(subject.clone()).await {
             Ok(sub) => break sub,
@@ -249,7 +236,9 @@ async fn follow(ctx: Ctx, channel: String, kind: Kind, subject: String, snapshot
     };
     let book = kind == Kind::Book;
     let mut tracker = SeqTracker::new();
-    let mut synced = !book || snapshot(&ctx, &channel, &snapshot_subject, &mut tracker, false).await;
+    let mut resync = restart;
+    let mut synced = !book || snapshot(&ctx, &channel, &snapshot_subject, &mut tracker, resync).await;
+    resync |= synced;
     let mut retry = tokio::time::interval(SNAPSHOT_RETRY);
     retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -259,12 +248,13 @@ async fn follow(ctx: Ctx, channel: String, kind: Kind, subject: String, snapshot
                 None => return,
             },
             _ = retry.tick(), if !synced => {
-                synced = snapshot(&ctx, &channel, &snapshot_subject, &mut tracker, true).await;
+                synced = snapshot(&ctx, &channel, &snapshot_subject, &mut tracker, resync).await;
+                resync |= synced;
                 continue;
             }
         };
         BusStats::bump(&ctx.stats.received);
-        let Some(env) = envelope(msg.headers.as_ref()) else {
+        let Some(env) = Envelope::from_headers(msg.headers.as_ref()) else {
             BusStats::bump(&ctx.stats.malformed);
             continue;
         };
@@ -302,7 +292,7 @@ async fn follow(ctx: Ctx, channel: String, kind: Kind, subject: String, snapshot
 async fn snapshot(ctx: &Ctx, channel: &str, subject: &str, tracker: &mut SeqTracker, resync: bool) -> bool {
     let reply = tokio::time::timeout(REQUEST_TIMEOUT, ctx.client.request(subject.to_owned(), Bytes::new())).await;
     let Ok(Ok(msg)) = reply else { return false };
-    let Some(env) = envelope(msg.headers.as_ref()) else { return false };
+    let Some(env) = Envelope::from_headers(msg.headers.as_ref()) else { return false };
     let Some(text) = notification(&msg.payload, channel) else {
         BusStats::bump(&ctx.stats.malformed);
         return false;
@@ -312,4 +302,92 @@ async fn snapshot(ctx: &Ctx, channel: &str, subject: &str, tracker: &mut SeqTrac
         BusStats::bump(&ctx.stats.resyncs);
     }
     ctx.to_hub(text.to_owned(), None).await
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::{ServeConfig, UpstreamSource};
+    use serde_json::Value;
+    use ticktrade_testkit::NatsServer;
+
+    /// The next frame the edge hands its hub, as JSON (other hub messages are skipped).
+    async fn next_frame(hub: &mut mpsc::Receiver<HubMsg>) -> Value {
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(10), hub.recv()).await.expect("no frame").unwrap();
+            if let HubMsg::Upstream(UpEvent::Frame(text, _)) = msg {
+                return serde_json::from_str(&text).unwrap();
+            }
+        }
+    }
+
+    /// The next book notification, snapshot or change.
+    async fn next_book(hub: &mut mpsc::Receiver<HubMsg>) -> Value {
+        loop {
+            let frame = next_frame(hub).await;
+            if frame["params"]["channel"] == "book.BTC-PERPETUAL.100ms" {
+                return frame["params"]["data"].clone();
+            }
+        }
+    }
+
+    /// Reads book notifications until a snapshot and the change after it, which must chain on it.
+    async fn snapshot_then_change(hub: &mut mpsc::Receiver<HubMsg>) {
+        while next_book(hub).await["type"] != "snapshot" {}
+        let mut last = None;
+        loop {
+            let data = next_book(hub).await;
+            assert_ne!(data["type"], "snapshot", "one snapshot per resync: {data}");
+            if let Some(prev) = last {
+                assert_eq!(data["prev_change_id"], prev, "a broken chain after the snapshot");
+                return;
+            }
+            last = Some(data["change_id"].clone());
+        }
+    }
+
+    /// A slow-consumer event (messages dropped for us, on any subject) takes a fresh
+    /// snapshot of every followed book, counted as a resync, and the changes after it chain
+    /// on it; trades just go on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slow_consumer_event_resyncs_every_followed_book() {
+        let nats = NatsServer::start();
+        let sim = ticktrade_sim::spawn_loopback(ticktrade_sim::SimConfig { rate_per_s: 400, ..Default::default() })
+            .await
+            .unwrap();
+        let bus = ticktrade_bus::BusConfig::parse(&nats.url(), None, |_| None).unwrap();
+        let config = ServeConfig {
+            upstream: UpstreamSource::Url(sim.ws_url()),
+            publish: Some(bus.clone()),
+            ..Default::default()
+        };
+        let publisher = crate::spawn(config).await.unwrap();
+        let client = ticktrade_bus::connect(&bus, |_| {}).await.unwrap();
+        let stats = Arc::new(BusStats::default());
+        let (requests, requests_rx) = mpsc::channel(16);
+        let (hub_tx, mut hub) = mpsc::channel(4096);
+        let (events, events_rx) = mpsc::unbounded_channel();
+        let edge =
+            tokio::spawn(run(client, Subjects::default(), requests_rx, hub_tx, Arc::clone(&stats), events_rx, None));
+        let channels = r#"["book.BTC-PERPETUAL.100ms","trades.BTC-PERPETUAL.100ms"]"#;
+        let subscribe =
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"public/subscribe","params":{{"channels":{channels}}}}}"#);
+        requests.send(subscribe).await.unwrap();
+        snapshot_then_change(&mut hub).await;
+        assert_eq!(stats.counters().resyncs, 0, "the first snapshot is not a resync");
+
+        events.send(BusEvent::SlowConsumer).unwrap();
+        snapshot_then_change(&mut hub).await;
+        assert_eq!(stats.counters().resyncs, 1, "{}", stats.counters());
+        loop {
+            if next_frame(&mut hub).await["params"]["channel"] == "trades.BTC-PERPETUAL.100ms" {
+                break;
+            }
+        }
+        edge.abort();
+        publisher.shutdown().await;
+        sim.shutdown().await;
+    }
 }

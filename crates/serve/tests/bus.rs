@@ -3,11 +3,12 @@
 //! (`UpstreamSource::Nats`) serving their own clients from the bus. Every client follows its
 //! chain (a gap fails the test) and its book comes to equal the simulator's; through a NATS
 //! server restart, a publisher restart and the loss of the node an edge is connected to in a
-//! three-node cluster the edges resync and carry on; bad input is a
+//! three-node cluster the edges resync and carry on; a deliberately slow edge is cut off by
+//! the NATS server and recovers while the other edge loses nothing; bad input is a
 //! clear error at start, and malformed or out-of-sequence messages are counted and resynced.
 #![allow(clippy::unwrap_used)]
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::future;
@@ -18,7 +19,7 @@ use ticktrade_core::{InstrumentSpec, Side};
 use ticktrade_deribit_proto::{BookKind, decode_book_units};
 use ticktrade_serve::{BusConfig, BusCounters, ServeConfig, ServeError, ServeHandle, UpstreamSource};
 use ticktrade_sim::{SimConfig, SimHandle};
-use ticktrade_testkit::{NatsCluster, NatsServer, WsClient};
+use ticktrade_testkit::{Freezable, NatsCluster, NatsServer, WsClient};
 
 /// Clients per edge, each following its own chain: 50 cost this file's two tests that use
 /// them ~0.1 s each over 12 (4.3 s → 4.4 s on the shared 2-core VM), so every edge serves 50.
@@ -54,7 +55,11 @@ async fn edge_on(bus: BusConfig) -> ServeHandle {
 }
 
 async fn sim() -> SimHandle {
-    ticktrade_sim::spawn_loopback(SimConfig { rate_per_s: 400, ..SimConfig::default() }).await.unwrap()
+    sim_at(400).await
+}
+
+async fn sim_at(rate_per_s: u32) -> SimHandle {
+    ticktrade_sim::spawn_loopback(SimConfig { rate_per_s, ..SimConfig::default() }).await.unwrap()
 }
 
 async fn spec(sim: &SimHandle) -> InstrumentSpec {
@@ -248,6 +253,55 @@ async fn an_edge_fails_over_when_its_cluster_node_dies() {
     sim.shutdown().await;
 }
 
+/// The node the *publisher* is connected to dies (the edges are on the other two): the
+/// publisher fails over to another node and goes on publishing; the edges never lose their
+/// own connection, and their clients' books come to equal the simulator's again without a
+/// broken chain. (The client holds what the publisher writes while it reconnects, so the
+/// edges usually see no gap at all; a message lost with the node would be a gap and a resync.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_publisher_fails_over_when_its_cluster_node_dies() {
+    let mut cluster = NatsCluster::start(3);
+    let sim = sim().await;
+    let spec = spec(&sim).await;
+    let publisher = publisher_on(&sim, named_bus(&cluster.urls(), "publisher")).await;
+    let nodes = cluster.nodes_of("publisher");
+    assert_eq!(nodes.len(), 1, "the publisher holds one connection: {nodes:?}");
+    let killed = nodes[0];
+    // Each edge is given one of the other nodes (it learns the rest from the cluster).
+    let others: Vec<String> =
+        cluster.urls().split(',').enumerate().filter(|(i, _)| *i != killed).map(|(_, u)| u.to_owned()).collect();
+    let edges = [edge_on(named_bus(&others[0], "edge-a")).await, edge_on(named_bus(&others[1], "edge-b")).await];
+    for (name, url) in [("edge-a", &others[0]), ("edge-b", &others[1])] {
+        let on = cluster.nodes_of(name);
+        assert!(on.len() == 1 && !on.contains(&killed), "{name} ({url}) is on {on:?}, the publisher on {killed}");
+    }
+    let mut followers = Vec::new();
+    for e in &edges {
+        for _ in 0..CLIENTS {
+            followers.push(Follower::connect(e).await);
+        }
+    }
+    converge_all(&mut followers, &sim, &spec, 20).await;
+
+    cluster.node(killed).kill();
+    let p = wait_bus(&publisher, "the publisher did not fail over", |c| c.disconnects >= 1 && c.connected).await;
+    let now = cluster.nodes_of("publisher");
+    assert!(now.len() == 1 && now[0] != killed, "the publisher is on another node now: {now:?} (killed {killed})");
+    assert_eq!(p.publish_errors, 0, "{p:?}");
+    let published = p.published;
+    converge_all(&mut followers, &sim, &spec, 20).await;
+    assert!(bus_counters(&publisher).await.published > published, "publishing after the failover");
+    for e in &edges {
+        let c = bus_counters(e).await;
+        assert!(c.connected && c.disconnects == 0 && c.malformed == 0, "{c:?}");
+    }
+    for e in edges {
+        e.shutdown().await;
+    }
+    publisher.shutdown().await;
+    sim.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_messages_are_skipped_and_sequence_gaps_resync() {
     let nats = NatsServer::start();
@@ -318,6 +372,101 @@ async fn a_stalled_subscriber_does_not_slow_an_edge_or_the_publisher() {
     let e = bus_counters(&edge).await;
     assert_eq!((e.gaps, e.slow_consumers, e.malformed), (0, 0, 0), "the other edge lost nothing: {e:?}");
     edge.shutdown().await;
+    publisher.shutdown().await;
+    sim.shutdown().await;
+}
+
+/// Every instrument the simulator lists.
+async fn instruments(sim: &SimHandle) -> Vec<String> {
+    let mut ws = WsClient::connect(&sim.ws_url()).await;
+    let reply = ws.call("public/get_instruments", json!({"currency":"any"})).await;
+    reply["result"].as_array().unwrap().iter().map(|i| i["instrument_name"].as_str().unwrap().to_owned()).collect()
+}
+
+/// A client of `serve` subscribed to every instrument's book, trades and ticker, its frames
+/// read and dropped by a task of its own (abort it at the end): the edge's NATS connection
+/// then carries everything the publisher sends.
+async fn firehose(serve: &ServeHandle, instruments: &[String]) -> tokio::task::JoinHandle<()> {
+    let mut ws = WsClient::connect(&serve.ws_url()).await;
+    let channels: Vec<String> = instruments
+        .iter()
+        .flat_map(|i| [format!("book.{i}.100ms"), format!("trades.{i}.100ms"), format!("ticker.{i}.100ms")])
+        .collect();
+    let reply = ws.call("public/subscribe", json!({ "channels": channels })).await;
+    assert_eq!(reply["result"].as_array().unwrap().len(), channels.len(), "{reply}");
+    // A frozen edge sends nothing for a while: no deadline on this reader.
+    ws.set_wait(Duration::from_secs(3600));
+    tokio::spawn(async move { while ws.next_text().await.is_some() {} })
+}
+
+/// Whether the NATS server closed the connection named `name` as a slow consumer.
+fn cut_off_as_slow(nats: &NatsServer, name: &str) -> bool {
+    nats.monitor("/connz?state=closed").is_some_and(|v| {
+        v["connections"].as_array().is_some_and(|c| {
+            c.iter().any(|c| c["name"] == name && c["reason"].as_str().is_some_and(|r| r.starts_with("Slow Consumer")))
+        })
+    })
+}
+
+/// A deliberately slow edge: the runtime it runs on is frozen (as a paused process or a
+/// starved host), so it reads nothing; the NATS server, unable to write to it within its
+/// `write_deadline`, closes its connection as a slow consumer. Thawed, the edge sees the
+/// loss, reconnects and resyncs every book, and its clients' books come to equal the
+/// simulator's without a broken chain. Meanwhile the other edge loses nothing (no gap, no
+/// resync, its clients on their first snapshot) and the publisher drops nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_edge_is_cut_off_and_recovers_while_the_other_loses_nothing() {
+    let nats = NatsServer::start_configured("write_deadline: \"200ms\"\n");
+    // The server gives up only once the kernel's socket buffers (megabytes on loopback) are
+    // full: a busier market, and clients on both edges asking for everything (`firehose`),
+    // fill them sooner.
+    let sim = sim_at(1200).await;
+    let spec = spec(&sim).await;
+    let publisher = publisher(&sim, &nats.url()).await;
+    let steady = edge(&nats.url()).await;
+    let slow_runtime = Freezable::start("slow-edge");
+    let slow_bus = named_bus(&nats.url(), "slow-edge");
+    let slow = slow_runtime.run(move || edge_on(slow_bus)).await;
+    let names = instruments(&sim).await;
+    let firehoses = [firehose(&steady, &names).await, firehose(&slow, &names).await];
+    let mut at_steady = Vec::new();
+    let mut at_slow = Vec::new();
+    for _ in 0..CLIENTS {
+        at_steady.push(Follower::connect(&steady).await);
+        at_slow.push(Follower::connect(&slow).await);
+    }
+    converge_all(&mut at_steady, &sim, &spec, 10).await;
+    converge_all(&mut at_slow, &sim, &spec, 10).await;
+
+    let frozen = slow_runtime.freeze().await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !cut_off_as_slow(&nats, "slow-edge") {
+        assert!(
+            Instant::now() < deadline,
+            "the NATS server never cut the frozen edge off: {:?}",
+            nats.monitor("/varz")
+        );
+        // The other edge's clients go on reading meanwhile.
+        converge_all(&mut at_steady, &sim, &spec, 5).await;
+    }
+    frozen.thaw();
+    wait_bus(&slow, "the slow edge did not reconnect and resync", |c| {
+        c.connected && c.disconnects >= 1 && c.resyncs >= 1
+    })
+    .await;
+    converge_all(&mut at_slow, &sim, &spec, 20).await;
+    converge_all(&mut at_steady, &sim, &spec, 10).await;
+    let s = bus_counters(&steady).await;
+    assert!(s.connected && s.received > 0, "{s:?}");
+    assert_eq!((s.gaps, s.resyncs, s.slow_consumers, s.disconnects, s.malformed), (0, 0, 0, 0, 0), "{s:?}");
+    assert!(at_steady.iter().all(|f| f.snapshots == 1), "the other edge's clients needed no resync");
+    let p = bus_counters(&publisher).await;
+    assert_eq!((p.dropped, p.publish_errors, p.disconnects), (0, 0, 0), "the publisher was not slowed: {p:?}");
+    for f in firehoses {
+        f.abort();
+    }
+    slow.shutdown().await;
+    steady.shutdown().await;
     publisher.shutdown().await;
     sim.shutdown().await;
 }

@@ -1,6 +1,7 @@
 //! Test helpers every ticktrade crate may dev-depend on: a per-thread allocation counter,
 //! loaders for the recorded data in the repository's `testdata/`, and the one WebSocket
-//! JSON-RPC client of the loopback tests, and real `nats-server` processes for the bus tests.
+//! JSON-RPC client of the loopback tests, real `nats-server` processes for the bus tests, and a
+//! runtime a test can freeze (a deliberately slow server).
 //!
 //! Owns: `CountingAlloc` (proves "no allocation on the hot path") and the paths and formats of
 //! `testdata/` (`deribit/examples/`, `hyperliquid/examples/`, `*.frames.jsonl` recordings),
@@ -18,10 +19,12 @@
 //! - `ws`: `WsClient`, the loopback tests' WebSocket client.
 //! - `nats`: `NatsServer`, a `nats-server` child process on a free port, killed on drop;
 //!   `NatsCluster`, several of them routed into one cluster.
+//! - `runtime`: `Freezable`, a current-thread runtime on its own thread that a test freezes.
 
 pub mod alloc;
 pub mod data;
 pub mod nats;
+pub mod runtime;
 pub mod ws;
 
 pub use alloc::{AllocCount, CountingAlloc};
@@ -30,4 +33,5 @@ pub use data::{
     testdata, vector_names,
 };
 pub use nats::{NatsCluster, NatsServer};
+pub use runtime::{Freezable, Thaw};
 pub use ws::WsClient;

@@ -1,5 +1,7 @@
 //! A real `nats-server` process for the bus tests: started on a free loopback port, killed
-//! (and reaped) on drop, restartable on the same port; and a cluster of them ([`NatsCluster`]:
+//! (and reaped) on drop, restartable on the same port, optionally with a configuration file
+//! (limits the command line has no flag for, such as `write_deadline` and `max_pending`) and a
+//! monitoring port ([`NatsServer::start_configured`]); and a cluster of them ([`NatsCluster`]:
 //! each node with a route port, routes to all the others, one cluster name, and a monitoring
 //! port that says which node a client is connected to).
 //!
@@ -19,6 +21,10 @@ pub struct NatsServer {
     child: Option<Child>,
     port: u16,
     extra: Vec<String>,
+    /// The configuration file (`-c`) this server owns: removed on drop.
+    config: Option<PathBuf>,
+    /// The monitoring port (`-m`), if any.
+    monitor: Option<u16>,
 }
 
 /// The `nats-server` binary the tests run.
@@ -50,8 +56,27 @@ impl NatsServer {
 
     /// The same with more arguments (`--user`, `--pass`, `--auth`, cluster flags…).
     pub fn start_with(extra: &[&str]) -> NatsServer {
-        let mut server =
-            NatsServer { child: None, port: free_port(), extra: extra.iter().map(|s| (*s).to_owned()).collect() };
+        let mut server = NatsServer {
+            child: None,
+            port: free_port(),
+            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+            config: None,
+            monitor: None,
+        };
+        server.spawn();
+        server
+    }
+
+    /// A server reading `config` (nats-server's configuration format, e.g.
+    /// `write_deadline: "100ms"`) from a file of its own, with a monitoring port
+    /// ([`NatsServer::monitor`]).
+    pub fn start_configured(config: &str) -> NatsServer {
+        let port = free_port();
+        let monitor = free_port();
+        let path = std::env::temp_dir().join(format!("ticktrade-nats-{}-{port}.conf", std::process::id()));
+        std::fs::write(&path, config).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        let extra = vec!["-c".to_owned(), path.display().to_string(), "-m".to_owned(), monitor.to_string()];
+        let mut server = NatsServer { child: None, port, extra, config: Some(path), monitor: Some(monitor) };
         server.spawn();
         server
     }
@@ -86,6 +111,12 @@ impl NatsServer {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
+    /// A monitoring endpoint (`/varz`, `/connz?state=closed`…) as JSON; `None` without a
+    /// monitoring port or when it does not answer.
+    pub fn monitor(&self, path: &str) -> Option<serde_json::Value> {
+        monitor_json(self.monitor?, path)
+    }
+
     /// Kills the server (SIGKILL: no goodbye to its clients) and reaps it.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -104,7 +135,20 @@ impl NatsServer {
 impl Drop for NatsServer {
     fn drop(&mut self) {
         self.kill();
+        if let Some(path) = self.config.take() {
+            let _ = std::fs::remove_file(path);
+        }
     }
+}
+
+/// `GET path` on a monitoring port, as JSON.
+fn monitor_json(port: u16, path: &str) -> Option<serde_json::Value> {
+    let mut tcp = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    tcp.write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes()).ok()?;
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).ok()?;
+    serde_json::from_str(text.split_once("\r\n\r\n")?.1).ok()
 }
 
 /// A NATS cluster on loopback: `n` nodes, each routed to all the others
@@ -164,12 +208,7 @@ impl NatsCluster {
 
     /// A node's monitoring endpoint (`/routez`, `/connz`…) as JSON; `None` if it does not answer.
     pub fn monitor(&self, i: usize, path: &str) -> Option<serde_json::Value> {
-        let mut tcp = TcpStream::connect(("127.0.0.1", self.monitors[i])).ok()?;
-        tcp.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        tcp.write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes()).ok()?;
-        let mut text = String::new();
-        tcp.read_to_string(&mut text).ok()?;
-        serde_json::from_str(text.split_once("\r\n\r\n")?.1).ok()
+        monitor_json(self.monitors[i], path)
     }
 
     /// The nodes a client named `name` (its NATS connection name) is connected to now.

@@ -2,7 +2,8 @@
 //! seven aggregations (default depth), its `trades` and `bbo`, and `allMids` go to the bus
 //! (`ticktrade_bus::hl` subjects) as the frames the engine already writes for its WebSocket
 //! clients, each with its subject's publisher sequence (`ticktrade_bus::envelope`); and the
-//! publisher answers edges' snapshot requests with each feed's latest frame.
+//! publisher answers edges' snapshot requests with each feed's latest frame, and their
+//! requests for the coin list.
 //!
 //! The sink is eight subscribers of the engine, like clients (`Subscribers::connect_sink`):
 //! one per aggregation (each subscribed to every coin), and one for trades, `bbo` and
@@ -209,7 +210,8 @@ pub fn start_sink(
         sink.queues.push(queue);
         sink.drops.push(drops);
     }
-    sink.tasks.push(tokio::spawn(respond(client, config.subjects, topics, stats, publisher)));
+    let coins = Bytes::from(serde_json::to_vec(&config.coins).unwrap_or_default());
+    sink.tasks.push(tokio::spawn(respond(client, config.subjects, topics, stats, publisher, coins)));
     sink
 }
 
@@ -321,31 +323,43 @@ impl Writer {
 
 /// Answers snapshot requests (`<root>.snapshot.<data subject>`) with the subject's latest
 /// frame and its envelope; an empty reply without headers when there is none (nothing
-/// published on it yet, or not a carried feed).
+/// published on it yet, or not a carried feed). Answers `<root>.coins` with `coins` (a JSON
+/// array of the coins published) under this run's id (sequence 0).
 async fn respond(
     client: async_nats::Client,
     subjects: HlSubjects,
     topics: Arc<Mutex<Topics>>,
     stats: Arc<BusStats>,
     publisher: u64,
+    coins: Bytes,
 ) {
-    let mut requests = match client.subscribe(subjects.snapshot_all()).await {
-        Ok(requests) => requests,
-        Err(err) => {
-            tracing::warn!("bus: could not subscribe to the snapshot requests ({err}); edges get no snapshots");
-            return;
-        }
-    };
-    while let Some(request) = requests.next().await {
+    let (mut snapshots, mut coin_requests) =
+        match (client.subscribe(subjects.snapshot_all()).await, client.subscribe(subjects.coins()).await) {
+            (Ok(snapshots), Ok(coin_requests)) => (snapshots, coin_requests),
+            (Err(err), _) | (_, Err(err)) => {
+                tracing::warn!("bus: could not subscribe to the request subjects ({err}); edges get no snapshots");
+                return;
+            }
+        };
+    loop {
+        let (request, is_snapshot) = tokio::select! {
+            Some(m) = snapshots.next() => (m, true),
+            Some(m) = coin_requests.next() => (m, false),
+            else => return,
+        };
         let Some(reply) = request.reply else { continue };
         BusStats::bump(&stats.requests);
-        let latest = subjects.parse_snapshot(&request.subject).and_then(|feed| {
-            let (index, coin) = feed_index(&feed)?;
-            let topics = topics.lock().ok()?;
-            let topic = topics[index].get(coin)?;
-            Some((topic.latest.clone(), Envelope { publisher, seq: topic.seq }))
-        });
-        let sent = match latest {
+        let answer = if is_snapshot {
+            subjects.parse_snapshot(&request.subject).and_then(|feed| {
+                let (index, coin) = feed_index(&feed)?;
+                let topics = topics.lock().ok()?;
+                let topic = topics[index].get(coin)?;
+                Some((topic.latest.clone(), Envelope { publisher, seq: topic.seq }))
+            })
+        } else {
+            Some((coins.clone(), Envelope { publisher, seq: 0 }))
+        };
+        let sent = match answer {
             Some((frame, env)) => client.publish_with_headers(reply, headers(env), frame).await,
             None => client.publish(reply, Bytes::new()).await,
         };

@@ -5,8 +5,12 @@
 //! - Carried subscriptions (`l2Book` at any of the seven aggregations and the default depth,
 //!   `trades`, `bbo`, `allMids`) are answered as a direct server does: `subscriptionResponse`,
 //!   then the feed's latest frame (not for trades), then every frame as it comes, byte for
-//!   byte what the publisher's engine wrote. Any other subscription (`l4Book`, per-user
-//!   feeds, another `nLevels`) gets an error frame that says it is not carried.
+//!   byte what the publisher's engine wrote. A subscription to a coin the publisher does not
+//!   serve gets Hyperliquid's `Invalid subscription` error, as from a direct server (the
+//!   edge asks the publisher for its coin list, `<root>.coins`, at start, on a subscription
+//!   while it has none, and again on a new publisher run or a reconnect). Any other
+//!   subscription (`l4Book`, per-user feeds, another `nLevels`) gets an error frame that says
+//!   it is not carried.
 //! - Each data subject's sequence is followed (`SeqTracker`). The carried feeds other than
 //!   trades are whole state, so a resync is "take the latest frame": on a gap or a publisher
 //!   restart (counted), on the first message of a subject, after a lost NATS connection or a
@@ -18,11 +22,11 @@
 //!   counted and skipped; on a whole-state feed it also starts a resync.
 //!
 //! Owns: the edge's clients and their subscriptions, each subject's tracker and latest frame,
-//! snapshot fetches, and the edge's `/ws` and `/info`.
+//! snapshot fetches, the publisher's coin list, and the edge's `/ws` and `/info`.
 //! Must not: block on a client (bounded queues; a full one disconnects the client with a
 //! reason) or send a feed's clients a frame older than one they have.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,7 +39,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use ticktrade_bus::async_nats::{self, HeaderMap};
+use ticktrade_bus::async_nats;
 use ticktrade_bus::{Envelope, HlSubject, HlSubjects, Seen, SeqTracker};
 use ticktrade_hl_proto::info::{InfoRequest, deserialize_error};
 use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Params, Subscription, errors};
@@ -52,23 +56,9 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often stale feeds without a request in flight ask again.
 const RETRY: Duration = Duration::from_millis(250);
 
-/// What the NATS connection did, as the edge acts on it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BusEvent {
-    Lost,
-    Restored,
-    SlowConsumer,
-}
-
-/// Maps a NATS event to what the edge does about it (counting it in `stats` on the way).
-pub fn classify(stats: &BusStats, event: &async_nats::Event) -> Option<BusEvent> {
-    match (stats.on_event(event), event) {
-        (_, async_nats::Event::SlowConsumer(_)) => Some(BusEvent::SlowConsumer),
-        (Some(true), _) => Some(BusEvent::Restored),
-        (Some(false), async_nats::Event::Disconnected) => Some(BusEvent::Lost),
-        _ => None,
-    }
-}
+/// What the edge acts on among its connection's events, and how one is told (the serve
+/// edge's too: `ticktrade_bus::edge`).
+pub use ticktrade_bus::{BusEvent, classify};
 
 /// Edge options.
 #[derive(Clone, Debug)]
@@ -99,11 +89,21 @@ struct EdgeClient {
     subs: HashMap<Subscription, HlSubject>,
 }
 
+/// The coins a publisher run serves.
+struct Coins {
+    publisher: u64,
+    names: HashSet<String>,
+}
+
 #[derive(Default)]
 struct EdgeState {
     topics: HashMap<HlSubject, Topic>,
     clients: HashMap<ClientId, EdgeClient>,
     dead: Vec<ClientId>,
+    /// The publisher's coin list; `None` until one answered.
+    coins: Option<Coins>,
+    /// A coin list request is in flight.
+    coins_pending: bool,
 }
 
 impl EdgeState {
@@ -202,6 +202,7 @@ pub async fn start_edge(
         config,
         next_id: AtomicU64::new(1),
     });
+    fetch_coins(&shared).await;
     let app = Router::new().route("/ws", get(ws_upgrade)).route("/info", post(info)).with_state(Arc::clone(&shared));
     let server = tokio::spawn(async move {
         if let Err(err) = axum::serve(listener, app).await {
@@ -243,23 +244,58 @@ async fn follow(
     }
 }
 
+/// Every whole-state feed goes stale (the retry tick resyncs it); trades, with nothing to
+/// resync, go on (a loss shows as a counted gap), after a reconnect from the next message on.
 fn on_event(shared: &Arc<Shared>, event: BusEvent) {
-    let Ok(mut st) = shared.state.lock() else { return };
-    for topic in st.topics.values_mut() {
-        match event {
-            // Whatever comes next is checked against a snapshot.
-            BusEvent::Lost | BusEvent::SlowConsumer => topic.stale = true,
-            BusEvent::Restored => {
+    {
+        let Ok(mut st) = shared.state.lock() else { return };
+        for (feed, topic) in st.topics.iter_mut() {
+            if feed.has_snapshot() {
                 topic.stale = true;
+            }
+            if event == BusEvent::Restored {
                 topic.tracker.reset();
             }
         }
     }
+    if event == BusEvent::Restored {
+        refresh_coins(shared);
+    }
 }
 
-fn envelope(headers: Option<&HeaderMap>) -> Option<Envelope> {
-    let headers = headers?;
-    Envelope::decode(|name| headers.get(name).map(AsRef::as_ref)).ok()
+impl EdgeState {
+    /// Takes the coin-list request on, unless one is in flight.
+    fn claim_coins(&mut self) -> bool {
+        !std::mem::replace(&mut self.coins_pending, true)
+    }
+}
+
+/// Asks the publisher for its coin list (unless a request is in flight) and keeps it.
+async fn fetch_coins(shared: &Shared) {
+    if shared.state.lock().is_ok_and(|mut st| st.claim_coins()) {
+        fetch_claimed_coins(shared).await;
+    }
+}
+
+/// The request [`EdgeState::claim_coins`] took on; the list is kept as it was when none answers.
+async fn fetch_claimed_coins(shared: &Shared) {
+    let reply =
+        tokio::time::timeout(REQUEST_TIMEOUT, shared.client.request(shared.subjects.coins(), Bytes::new())).await;
+    let coins = match reply {
+        Ok(Ok(msg)) => Envelope::from_headers(msg.headers.as_ref()).zip(serde_json::from_slice(&msg.payload).ok()),
+        _ => None,
+    };
+    let Ok(mut st) = shared.state.lock() else { return };
+    st.coins_pending = false;
+    if let Some((env, names)) = coins {
+        st.coins = Some(Coins { publisher: env.publisher, names });
+    }
+}
+
+/// [`fetch_coins`] in a task of its own.
+fn refresh_coins(shared: &Arc<Shared>) {
+    let shared = Arc::clone(shared);
+    tokio::spawn(async move { fetch_coins(&shared).await });
 }
 
 /// Whether `payload` is a frame of `feed` (its channel and coin).
@@ -276,14 +312,20 @@ fn is_frame_of(payload: &[u8], feed: &HlSubject) -> bool {
 fn on_message(shared: &Arc<Shared>, msg: async_nats::Message) {
     let stats = &shared.stats;
     BusStats::bump(&stats.received);
-    let (Some(feed), Some(env)) = (shared.subjects.parse_data(&msg.subject), envelope(msg.headers.as_ref())) else {
+    let (Some(feed), Some(env)) =
+        (shared.subjects.parse_data(&msg.subject), Envelope::from_headers(msg.headers.as_ref()))
+    else {
         BusStats::bump(&stats.malformed);
         return;
     };
     let whole = feed.has_snapshot();
     let mut need_resync = false;
+    let new_run;
     {
         let Ok(mut st) = shared.state.lock() else { return };
+        // A new publisher run may serve other coins: ask once (the claim stops the next
+        // messages of the run from asking again while the request is in flight).
+        new_run = st.coins.as_ref().is_some_and(|c| c.publisher != env.publisher) && st.claim_coins();
         let topic = st.topics.entry(feed.clone()).or_default();
         let seen = topic.tracker.observe(env);
         if !is_frame_of(&msg.payload, &feed) {
@@ -320,6 +362,10 @@ fn on_message(shared: &Arc<Shared>, msg: async_nats::Message) {
     if need_resync {
         resync(shared, feed);
     }
+    if new_run {
+        let shared = Arc::clone(shared);
+        tokio::spawn(async move { fetch_claimed_coins(&shared).await });
+    }
 }
 
 /// Fetches `feed`'s snapshot (unless a request is in flight) and applies it.
@@ -337,7 +383,7 @@ fn resync(shared: &Arc<Shared>, feed: HlSubject) {
     tokio::spawn(async move {
         let reply = tokio::time::timeout(REQUEST_TIMEOUT, shared.client.request(subject, Bytes::new())).await;
         let snapshot = match reply {
-            Ok(Ok(msg)) => match envelope(msg.headers.as_ref()) {
+            Ok(Ok(msg)) => match Envelope::from_headers(msg.headers.as_ref()) {
                 Some(env) if is_frame_of(&msg.payload, &feed) => Some((env, msg.payload)),
                 Some(_) => {
                     BusStats::bump(&shared.stats.malformed);
@@ -407,6 +453,10 @@ fn on_client_message(shared: &Arc<Shared>, id: ClientId, message: ClientMessage,
             ClientMessage::Ping => st.send(id, Bytes::from_static(br#"{"channel":"pong"}"#)),
             ClientMessage::Subscribe { subscription } => {
                 let sub = subscription.normalised();
+                let served = |coin: &str| st.coins.as_ref().is_none_or(|c| c.names.contains(coin));
+                if sub.coin().is_some_and(|coin| !served(coin)) {
+                    return st.send(id, frame(super::invalid_subscription(&sub)));
+                }
                 let feed = match carried(&sub) {
                     Ok(feed) => feed,
                     Err(why) => return st.send(id, frame(proto::error_frame(&why))),
@@ -548,7 +598,15 @@ async fn connection(socket: HttpWebSocket, shared: Arc<Shared>) {
             super::Incoming::End => break,
         };
         match ClientMessage::parse(text) {
-            Ok(message) => on_client_message(&shared, id, message, text),
+            Ok(message) => {
+                let unknown = shared.state.lock().is_ok_and(|st| st.coins.is_none());
+                if unknown && matches!(message, ClientMessage::Subscribe { .. }) {
+                    // No publisher answered yet: ask now, so the subscription is judged as a
+                    // direct server would (with none still, it is taken as carried).
+                    fetch_coins(&shared).await;
+                }
+                on_client_message(&shared, id, message, text)
+            }
             Err(_) => {
                 let frame = proto::error_frame(&errors::parse(text));
                 let _ = out.offer_if_room(Frames::one(Bytes::from(frame)));
@@ -563,44 +621,4 @@ async fn connection(socket: HttpWebSocket, shared: Arc<Shared>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn l2(coin: &str, n_sig_figs: Option<u32>, mantissa: Option<u32>, n_levels: Option<u32>) -> Subscription {
-        Subscription::L2Book { coin: coin.to_owned(), n_sig_figs, mantissa, n_levels, fast: None }
-    }
-
-    #[test]
-    fn carried_subscriptions_map_to_their_subject_and_others_are_refused() {
-        let feed = carried(&l2("BTC", Some(5), Some(2), None)).unwrap();
-        assert_eq!(HlSubjects::default().data(&feed), "ticktrade.hl.l2Book.BTC.s5m2-20");
-        let feed = carried(&l2("BTC", None, None, Some(20))).unwrap();
-        assert_eq!(HlSubjects::default().data(&feed), "ticktrade.hl.l2Book.BTC.full-20");
-        let refused = carried(&l2("BTC", None, None, Some(10))).unwrap_err();
-        assert!(refused.starts_with("Not available on this edge server"), "{refused}");
-        assert!(carried(&l2("BTC", Some(7), None, None)).unwrap_err().starts_with("Invalid subscription"));
-        for sub in [
-            Subscription::L4Book { coin: "BTC".into() },
-            Subscription::OrderUpdates { user: "0x0000000000000000000000000000000000000001".into() },
-            Subscription::ActiveAssetCtx { coin: "BTC".into() },
-        ] {
-            assert!(carried(&sub).unwrap_err().contains("is not carried on the bus"), "{sub:?}");
-        }
-        assert_eq!(carried(&Subscription::AllMids { dex: None }), Ok(HlSubject::AllMids));
-        assert_eq!(carried(&Subscription::Trades { coin: "ETH".into() }), Ok(HlSubject::Trades { coin: "ETH".into() }));
-    }
-
-    #[test]
-    fn a_frames_data_is_cut_out_exactly() {
-        let frame = br#"{"channel":"l2Book","data":{"coin":"BTC","time":5,"levels":[[],[]]}}"#;
-        assert_eq!(
-            frame_data(frame, br#"{"channel":"l2Book","data":"#, b"}").as_deref(),
-            Some(r#"{"coin":"BTC","time":5,"levels":[[],[]]}"#)
-        );
-        let mids = br#"{"channel":"allMids","data":{"mids":{"BTC":"1.5"}}}"#;
-        assert_eq!(
-            frame_data(mids, br#"{"channel":"allMids","data":{"mids":"#, b"}}").as_deref(),
-            Some(r#"{"BTC":"1.5"}"#)
-        );
-    }
-}
+mod tests;

@@ -240,6 +240,14 @@ async fn spot_meta_and_ctxs(state: &AppState) -> Result<String, Response> {
     with_ctxs(&state.docs.spot_meta, ctxs).map_err(|e| doc_error("spotMeta", e))
 }
 
+/// Hyperliquid's answer to a subscription this server does not serve: a coin it does not
+/// keep (unknown, or left out by `--coins`) or parameters it does not allow. The one home of
+/// the rule's answer: the direct server (`engine::requests`) and the edge (`edge`, which
+/// knows the coins from its publisher) give the same frame.
+pub(crate) fn invalid_subscription(sub: &ticktrade_hl_proto::ws::Subscription) -> String {
+    ticktrade_hl_proto::ws::error_frame(&errors::invalid(&sub.to_json()))
+}
+
 /// Options of every `/ws` connection: deflate (fast level, as the official server) only when
 /// the client offers it.
 pub(crate) fn ws_options() -> Options {

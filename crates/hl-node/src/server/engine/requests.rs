@@ -63,7 +63,7 @@ impl Engine {
             ClientMessage::Subscribe { subscription } => {
                 let sub = subscription.normalised();
                 let Some(slot) = self.slot_for(&sub) else {
-                    return self.send_text(id, proto::error_frame(&errors::invalid(&sub.to_json())));
+                    return self.send_text(id, crate::server::invalid_subscription(&sub));
                 };
                 if self.subs.has(id, &sub) {
                     return self.send_text(id, proto::error_frame(&errors::already(true, &sub.to_json())));
