@@ -3,11 +3,11 @@
 //! walks over 08:00 UTC (hourly and daily samples) and then over the option's expiry (its
 //! delivery), and every method answers with the keys and JSON types of Deribit's vectors.
 //!
-//! The comparison is strict, with no exempted key: every key of the vector's object must be
-//! in the reply with the same type (`null` matches any type, as Deribit sends `null` for
-//! absent values), and every item of a reply's list must match one item of the vector's list
-//! (Deribit's lists mix kinds: a transaction log has trades and settlements, user locks have
-//! locked and unlocked currencies). Lists checked here are non-empty.
+//! The comparison is `common::shape`'s, strict, with no exempted key: every key of the
+//! vector's object must be in the reply with the same type (`null` matches any type), and
+//! every item of a reply's list must match one item of the vector's list of its instrument
+//! kind (Deribit's lists mix kinds: a transaction log has trades and settlements, user locks
+//! have locked and unlocked currencies). Lists checked here are non-empty.
 
 #![allow(clippy::unwrap_used)]
 
@@ -16,53 +16,16 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Auth, WsClient, method_vector, type_of};
+use common::shape::{self, Exceptions};
+use common::{Auth, WsClient};
 use serde_json::{Value, json};
 use ticktrade_core::{Clock, ManualClock, Utc};
 use ticktrade_sim::{SimClock, SimConfig};
 
-/// Where `actual` differs from `expected` in keys or types.
-fn diff(path: &str, expected: &Value, actual: &Value, out: &mut Vec<String>) {
-    if expected.is_null() || actual.is_null() {
-        return;
-    }
-    if type_of(expected) != type_of(actual) {
-        out.push(format!("{path}: vector {} vs simulator {}", type_of(expected), type_of(actual)));
-        return;
-    }
-    match (expected, actual) {
-        (Value::Object(e), Value::Object(a)) => {
-            for (key, value) in e {
-                match a.get(key) {
-                    Some(actual) => diff(&format!("{path}.{key}"), value, actual, out),
-                    None => out.push(format!("{path}.{key}: missing in simulator")),
-                }
-            }
-        }
-        (Value::Array(e), Value::Array(a)) if !e.is_empty() => {
-            for (n, item) in a.iter().enumerate() {
-                let tries: Vec<Vec<String>> = e
-                    .iter()
-                    .map(|want| {
-                        let mut d = Vec::new();
-                        diff(&format!("{path}[{n}]"), want, item, &mut d);
-                        d
-                    })
-                    .collect();
-                if tries.iter().all(|d| !d.is_empty()) {
-                    out.extend(tries.into_iter().min_by_key(Vec::len).unwrap_or_default());
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
 /// Calls `method` and compares its result with the vector; returns the result.
 async fn check(c: &mut WsClient, failures: &mut Vec<String>, method: &str, params: Value) -> Value {
     let reply = c.call(method, params).await;
-    assert!(reply.get("error").is_none(), "{method} failed: {reply}");
-    diff(method, &method_vector(method)["result"], &reply["result"], failures);
+    failures.extend(shape::check_reply(method, &reply, None, &Exceptions::NONE));
     reply["result"].clone()
 }
 
