@@ -1,11 +1,12 @@
 //! The exchange's state as Deribit API objects: instruments, orders, trades, positions,
 //! tickers, books, book summaries and account summaries.
 //!
-//! Owns: turning ticks, lots and `Money` into exact decimals, and the constant fields the
-//! simulator reports (no funding, no liquidation model: those fields are 0).
+//! Owns: turning ticks, lots and `Money` into exact decimals, the constant fields the
+//! simulator reports (no funding, no liquidation model: those fields are 0), and the option
+//! fields Deribit adds to tickers, book summaries and trades (`greeks` computes them).
 //! Must not: mutate the exchange.
 
-use ticktrade_core::{Decimal, InstrumentId, InstrumentKind, InstrumentSpec, Price, Qty, Settlement, Side};
+use ticktrade_core::{Decimal, InstrumentId, InstrumentKind, InstrumentSpec, OptionType, Price, Qty, Settlement, Side};
 use ticktrade_deribit_proto::api::{self, Num};
 use ticktrade_deribit_proto::ratelimit::RateLimits;
 use ticktrade_exchange::{
@@ -13,6 +14,7 @@ use ticktrade_exchange::{
     UserTrade,
 };
 
+use super::greeks::{self, OptionInputs};
 use super::{AccountId, Market};
 
 /// Exact money as a JSON number.
@@ -170,7 +172,29 @@ impl Market {
             mark_price: money(trade.mark_price),
             tick_direction: i32::from(trade.tick_direction),
             timestamp: trade.timestamp.as_millis(),
+            iv: self.trade_iv(trade.instrument, trade.index_price, trade.price, trade.timestamp.as_millis()),
         }
+    }
+
+    /// The model inputs of an option at `underlying` and `now_ms`; `None` for other kinds.
+    fn option_inputs(&self, instrument: InstrumentId, underlying: Money, now_ms: i64) -> Option<OptionInputs> {
+        let spec = self.spec(instrument);
+        let strike = spec.strike.filter(|_| spec.kind == InstrumentKind::Option)?;
+        Some(OptionInputs::new(
+            underlying.to_f64_lossy(),
+            strike.to_f64_lossy(),
+            now_ms,
+            expiry_ms(self.ex.catalogue().get(instrument)?),
+            spec.option_type? == OptionType::Call,
+            spec.settlement == Settlement::Inverse,
+        ))
+    }
+
+    /// An option trade's implied volatility (percent); `None` for other kinds.
+    fn trade_iv(&self, instrument: InstrumentId, index: Money, price: Price, at_ms: i64) -> Option<Num> {
+        let option = self.option_inputs(instrument, index, at_ms)?;
+        let price = self.spec(instrument).price_to_decimal(price).to_f64_lossy();
+        Some(greeks::iv_percent(option.implied_vol(price)))
     }
 
     pub fn render_user_trade(&self, trade: &UserTrade) -> api::UserTrade {
@@ -213,6 +237,8 @@ impl Market {
             api: Some(true),
             quote_set_id: quote.map(|q| q.quote_set_id.as_str().to_owned()),
             quote_id: quote.map(|q| q.quote_id.as_str().to_owned()),
+            iv: self.trade_iv(trade.instrument, trade.index_price, trade.price, trade.timestamp.as_millis()),
+            underlying_price: (spec.kind == InstrumentKind::Option).then(|| money(trade.index_price)),
         }
     }
 
@@ -278,6 +304,11 @@ impl Market {
         };
         let perpetual = info.settlement_period.as_deref() == Some("perpetual");
         let volume_num = qty_num(spec, volume);
+        let option = self.option_inputs(instrument, index, now_ms);
+        let price_f64 = |p: Price| spec.price_to_decimal(p).to_f64_lossy();
+        let mark_vol = option.and_then(|o| o.implied_vol(mark.to_f64_lossy()));
+        let side_iv =
+            |price: Option<Price>| option.map(|o| greeks::iv_percent(price.and_then(|p| o.implied_vol(price_f64(p)))));
         api::Ticker {
             instrument_name: spec.name.clone(),
             timestamp: now_ms,
@@ -305,6 +336,15 @@ impl Market {
             current_funding: perpetual.then_some(Num::ZERO),
             funding_8h: perpetual.then_some(Num::ZERO),
             interest_value: perpetual.then_some(Num::ZERO),
+            underlying_price: option.map(|_| money(index)),
+            underlying_index: option.map(|_| "index_price".to_owned()),
+            interest_rate: option.map(|_| Num::ZERO),
+            mark_iv: option.map(|_| greeks::iv_percent(mark_vol)),
+            bid_iv: side_iv(bid.map(|l| l.price)),
+            ask_iv: side_iv(ask.map(|l| l.price)),
+            // At a mark no volatility explains (under the intrinsic value), the greeks of the
+            // lowest volatility searched: those of the payoff.
+            greeks: option.map(|o| greeks::render_greeks(o.greeks(mark_vol.unwrap_or(1e-4)))),
         }
     }
 
@@ -351,6 +391,10 @@ impl Market {
             estimated_delivery_price: Some(ticker.estimated_delivery_price),
             current_funding: ticker.current_funding,
             funding_8h: ticker.funding_8h,
+            underlying_price: ticker.underlying_price,
+            underlying_index: ticker.underlying_index,
+            interest_rate: ticker.interest_rate,
+            mark_iv: ticker.mark_iv,
         }
     }
 
