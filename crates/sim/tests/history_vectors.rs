@@ -16,7 +16,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::shape::{self, Exceptions};
+use common::shape::{self, Exceptions, Kind, diff, kind_of_name};
 use common::{Auth, WsClient};
 use serde_json::{Value, json};
 use ticktrade_core::{Clock, ManualClock, Utc};
@@ -181,4 +181,56 @@ async fn history_account_and_combo_methods_match_the_vectors() {
 
     assert!(f.is_empty(), "shape mismatches:\n{}", f.join("\n"));
     sim.shutdown().await;
+}
+
+// The shared comparison's rules (`common::shape`), checked once here.
+
+#[test]
+fn names_map_to_kinds() {
+    assert_eq!(kind_of_name("BTC-27MAY20-8750-C"), Kind::Option);
+    assert_eq!(kind_of_name("XRP_USDC-30MAY25-2d5-P"), Kind::Option);
+    assert_eq!(kind_of_name("BTC-FS-2SEP22_PERP"), Kind::Combo);
+    assert_eq!(kind_of_name("BTC-PERPETUAL"), Kind::Future);
+    assert_eq!(kind_of_name("BTC-26JUN20"), Kind::Future);
+    assert_eq!(kind_of_name("BTC_USDC-PERPETUAL"), Kind::Future);
+    assert_eq!(kind_of_name("BTC_USDC"), Kind::Spot);
+}
+
+#[test]
+fn a_kind_compares_the_items_of_that_kind() {
+    let vector = json!([{"instrument_name": "BTC-26JUN20", "price": 1},
+        {"instrument_name": "BTC-27MAY20-8750-C", "price": 1, "iv": 50}]);
+    let option = json!([{"instrument_name": "BTC-2JAN26-90000-C", "price": 1}]);
+    let mut out = Vec::new();
+    // Without a kind the option trade passes as the future's; with one it meets the option's.
+    diff("t", &vector, &option, None, &Exceptions::NONE, &mut out);
+    assert!(out.is_empty(), "{out:?}");
+    diff("t", &vector, &option, Some(Kind::Option), &Exceptions::NONE, &mut out);
+    assert_eq!(out, vec!["t[0].iv: missing in simulator"]);
+    out.clear();
+    let mixed =
+        json!([{"instrument_name": "BTC-PERPETUAL", "price": "x"}, {"instrument_name": "BTC-26JUN20", "price": 2}]);
+    diff("t", &vector, &mixed, Some(Kind::Future), &Exceptions::NONE, &mut out);
+    assert_eq!(out, vec!["t[0].price: vector number vs simulator string"]);
+    out.clear();
+    let futures_only = json!([{"instrument_name": "BTC-26JUN20", "price": 1}]);
+    diff("t", &futures_only, &option, Some(Kind::Option), &Exceptions::NONE, &mut out);
+    assert_eq!(out, vec!["t: the vector's list has no item about Some(Option)"]);
+}
+
+#[test]
+fn objects_of_another_kind_differ_and_exceptions_skip() {
+    let mut out = Vec::new();
+    let option = json!({"instrument_name": "BTC-27MAY20-8750-C", "strike": 8750, "x": "a"});
+    let future = json!({"instrument_name": "BTC-PERPETUAL", "x": 1});
+    diff("t", &option, &future, Some(Kind::Option), &Exceptions::NONE, &mut out);
+    assert_eq!(out, vec!["t: the simulator's object is about Some(Future), not Some(Option)"]);
+    out.clear();
+    let other = json!({"instrument_name": "BTC-2JAN26-90000-P", "x": 1});
+    diff("t", &option, &other, Some(Kind::Option), &Exceptions::NONE, &mut out);
+    assert_eq!(out, vec!["t.strike: missing in simulator", "t.x: vector string vs simulator number"]);
+    out.clear();
+    let except = Exceptions { keys: &[("strike", "why")], paths: &[("t.x", "why")] };
+    diff("t", &option, &other, Some(Kind::Option), &except, &mut out);
+    assert!(out.is_empty(), "{out:?}");
 }

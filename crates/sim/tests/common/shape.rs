@@ -23,7 +23,7 @@ use super::type_of;
 pub struct Exceptions<'a> {
     /// Keys skipped anywhere in a reply.
     pub keys: &'a [(&'a str, &'a str)],
-    /// Exact paths (`method.key.key`) skipped.
+    /// Paths (`method.key[].key`; `[]` stands for any list index) skipped.
     pub paths: &'a [(&'a str, &'a str)],
 }
 
@@ -80,6 +80,28 @@ pub fn kinds_in(value: &Value, out: &mut Vec<Kind>) {
     out.dedup();
 }
 
+/// `path` with each list index written `[]`, as path exceptions name them.
+fn any_index(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut in_index = false;
+    for ch in path.chars() {
+        match ch {
+            '[' => in_index = true,
+            ']' => {
+                in_index = false;
+                out.push_str("[]");
+            }
+            _ if in_index => {}
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
+fn excepted(except: &Exceptions<'_>, path: &str) -> bool {
+    except.paths.iter().any(|(p, _)| *p == path || *p == any_index(path))
+}
+
 /// Appends every place where `actual` lacks a key of `expected` or has another type; with
 /// `kind`, compares only objects about instruments of that kind (see the module docs).
 pub fn diff(
@@ -90,7 +112,7 @@ pub fn diff(
     except: &Exceptions<'_>,
     out: &mut Vec<String>,
 ) {
-    if expected.is_null() || actual.is_null() || except.paths.iter().any(|(p, _)| *p == path) {
+    if expected.is_null() || actual.is_null() || except.paths.iter().any(|(p, _)| *p == path || *p == any_index(path)) {
         return;
     }
     if type_of(expected) != type_of(actual) {
@@ -107,12 +129,13 @@ pub fn diff(
                 }
             }
             for (key, value) in e {
-                if except.keys.iter().any(|(k, _)| k == key) {
+                let child = format!("{path}.{key}");
+                if except.keys.iter().any(|(k, _)| k == key) || excepted(except, &child) {
                     continue;
                 }
                 match a.get(key) {
-                    Some(actual) => diff(&format!("{path}.{key}"), value, actual, kind, except, out),
-                    None => out.push(format!("{path}.{key}: missing in simulator")),
+                    Some(actual) => diff(&child, value, actual, kind, except, out),
+                    None => out.push(format!("{child}: missing in simulator")),
                 }
             }
         }
