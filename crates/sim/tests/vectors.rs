@@ -435,7 +435,8 @@ async fn option_market(c: &mut WsClient, check: &mut Checker, now: i64) -> (Stri
 }
 
 /// Trades the option: a resting bid at the lowest price (open orders, edit), then a market
-/// buy, whose fills the trade lists compare (once per kind where their vectors show both).
+/// buy, whose fills the option trades channel and the trade lists compare (once per kind
+/// where their vectors show both).
 async fn option_trading(c: &mut WsClient, check: &mut Checker, option: &str, tick: f64, now: i64) {
     let bid = json!({"instrument_name": option, "amount": 1, "price": tick, "label": "vec-option"});
     let placed = c.call("private/buy", bid).await;
@@ -455,9 +456,14 @@ async fn option_trading(c: &mut WsClient, check: &mut Checker, option: &str, tic
     let cancelled = c.call("private/cancel", json!({"order_id": order_id})).await;
     assert_eq!(cancelled["result"]["order_state"], "cancelled", "{cancelled}");
 
+    let channel = "trades.option.BTC.raw";
+    c.call("public/subscribe", json!({"channels": [channel]})).await;
     let bought = c.call("private/buy", json!({"instrument_name": option, "amount": 1, "type": "market"})).await;
     assert_eq!(bought["result"]["order"]["filled_amount"].as_f64(), Some(1.0), "{bought}");
     assert!(bought["result"]["trades"][0]["iv"].as_f64() > Some(0.0), "{bought}");
+    let frame = c.notification(channel).await;
+    check.channel_of(Kind::Option, "trades.kind.currency.interval.notification.docs_v2_1_1.json", &frame);
+    c.call("public/unsubscribe", json!({"channels": [channel]})).await;
     let (start, end) = (now - 60_000, now + 600_000);
     let option_span = json!({"instrument_name": option, "start_timestamp": start, "end_timestamp": end});
     let both = [Kind::Future, Kind::Option];
