@@ -5,11 +5,13 @@
 //! Owns: the `Exchange` and the `SynthMarket` driving it, the catalogue's Deribit objects
 //! (built-in, or verbatim from a recorded `public/get_instruments` reply), and rendering of
 //! orders, trades, positions, tickers, books and account summaries into `api` objects; the
-//! sampled price history (`history`) and the combo registry (`combos`).
+//! sampled price history (`history`), the combo registry (`combos`), and options' implied
+//! volatilities and greeks (`greeks`).
 //! Must not: match, validate or account on its own (the exchange does all of it), do I/O, or
 //! read a clock (time comes in as `Utc`).
 
 pub mod combos;
+mod greeks;
 mod history;
 mod render;
 

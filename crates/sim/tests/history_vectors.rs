@@ -3,11 +3,11 @@
 //! walks over 08:00 UTC (hourly and daily samples) and then over the option's expiry (its
 //! delivery), and every method answers with the keys and JSON types of Deribit's vectors.
 //!
-//! The comparison is strict, with no exempted key: every key of the vector's object must be
-//! in the reply with the same type (`null` matches any type, as Deribit sends `null` for
-//! absent values), and every item of a reply's list must match one item of the vector's list
-//! (Deribit's lists mix kinds: a transaction log has trades and settlements, user locks have
-//! locked and unlocked currencies). Lists checked here are non-empty.
+//! The comparison is `common::shape`'s, strict, with no exempted key: every key of the
+//! vector's object must be in the reply with the same type (`null` matches any type), and
+//! every item of a reply's list must match one item of the vector's list of its instrument
+//! kind (Deribit's lists mix kinds: a transaction log has trades and settlements, user locks
+//! have locked and unlocked currencies). Lists checked here are non-empty.
 
 #![allow(clippy::unwrap_used)]
 
@@ -16,53 +16,16 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Auth, WsClient, method_vector, type_of};
+use common::shape::{self, Exceptions, Kind, diff, kind_of_name};
+use common::{Auth, WsClient};
 use serde_json::{Value, json};
 use ticktrade_core::{Clock, ManualClock, Utc};
 use ticktrade_sim::{SimClock, SimConfig};
 
-/// Where `actual` differs from `expected` in keys or types.
-fn diff(path: &str, expected: &Value, actual: &Value, out: &mut Vec<String>) {
-    if expected.is_null() || actual.is_null() {
-        return;
-    }
-    if type_of(expected) != type_of(actual) {
-        out.push(format!("{path}: vector {} vs simulator {}", type_of(expected), type_of(actual)));
-        return;
-    }
-    match (expected, actual) {
-        (Value::Object(e), Value::Object(a)) => {
-            for (key, value) in e {
-                match a.get(key) {
-                    Some(actual) => diff(&format!("{path}.{key}"), value, actual, out),
-                    None => out.push(format!("{path}.{key}: missing in simulator")),
-                }
-            }
-        }
-        (Value::Array(e), Value::Array(a)) if !e.is_empty() => {
-            for (n, item) in a.iter().enumerate() {
-                let tries: Vec<Vec<String>> = e
-                    .iter()
-                    .map(|want| {
-                        let mut d = Vec::new();
-                        diff(&format!("{path}[{n}]"), want, item, &mut d);
-                        d
-                    })
-                    .collect();
-                if tries.iter().all(|d| !d.is_empty()) {
-                    out.extend(tries.into_iter().min_by_key(Vec::len).unwrap_or_default());
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
 /// Calls `method` and compares its result with the vector; returns the result.
 async fn check(c: &mut WsClient, failures: &mut Vec<String>, method: &str, params: Value) -> Value {
     let reply = c.call(method, params).await;
-    assert!(reply.get("error").is_none(), "{method} failed: {reply}");
-    diff(method, &method_vector(method)["result"], &reply["result"], failures);
+    failures.extend(shape::check_reply(method, &reply, None, &Exceptions::NONE));
     reply["result"].clone()
 }
 
@@ -218,4 +181,56 @@ async fn history_account_and_combo_methods_match_the_vectors() {
 
     assert!(f.is_empty(), "shape mismatches:\n{}", f.join("\n"));
     sim.shutdown().await;
+}
+
+// The shared comparison's rules (`common::shape`), checked once here.
+
+#[test]
+fn names_map_to_kinds() {
+    assert_eq!(kind_of_name("BTC-27MAY20-8750-C"), Kind::Option);
+    assert_eq!(kind_of_name("XRP_USDC-30MAY25-2d5-P"), Kind::Option);
+    assert_eq!(kind_of_name("BTC-FS-2SEP22_PERP"), Kind::Combo);
+    assert_eq!(kind_of_name("BTC-PERPETUAL"), Kind::Future);
+    assert_eq!(kind_of_name("BTC-26JUN20"), Kind::Future);
+    assert_eq!(kind_of_name("BTC_USDC-PERPETUAL"), Kind::Future);
+    assert_eq!(kind_of_name("BTC_USDC"), Kind::Spot);
+}
+
+#[test]
+fn a_kind_compares_the_items_of_that_kind() {
+    let vector = json!([{"instrument_name": "BTC-26JUN20", "price": 1},
+        {"instrument_name": "BTC-27MAY20-8750-C", "price": 1, "iv": 50}]);
+    let option = json!([{"instrument_name": "BTC-2JAN26-90000-C", "price": 1}]);
+    let mut out = Vec::new();
+    // Without a kind the option trade passes as the future's; with one it meets the option's.
+    diff("t", &vector, &option, None, &Exceptions::NONE, &mut out);
+    assert!(out.is_empty(), "{out:?}");
+    diff("t", &vector, &option, Some(Kind::Option), &Exceptions::NONE, &mut out);
+    assert_eq!(out, vec!["t[0].iv: missing in simulator"]);
+    out.clear();
+    let mixed =
+        json!([{"instrument_name": "BTC-PERPETUAL", "price": "x"}, {"instrument_name": "BTC-26JUN20", "price": 2}]);
+    diff("t", &vector, &mixed, Some(Kind::Future), &Exceptions::NONE, &mut out);
+    assert_eq!(out, vec!["t[0].price: vector number vs simulator string"]);
+    out.clear();
+    let futures_only = json!([{"instrument_name": "BTC-26JUN20", "price": 1}]);
+    diff("t", &futures_only, &option, Some(Kind::Option), &Exceptions::NONE, &mut out);
+    assert_eq!(out, vec!["t: the vector's list has no item about Some(Option)"]);
+}
+
+#[test]
+fn objects_of_another_kind_differ_and_exceptions_skip() {
+    let mut out = Vec::new();
+    let option = json!({"instrument_name": "BTC-27MAY20-8750-C", "strike": 8750, "x": "a"});
+    let future = json!({"instrument_name": "BTC-PERPETUAL", "x": 1});
+    diff("t", &option, &future, Some(Kind::Option), &Exceptions::NONE, &mut out);
+    assert_eq!(out, vec!["t: the simulator's object is about Some(Future), not Some(Option)"]);
+    out.clear();
+    let other = json!({"instrument_name": "BTC-2JAN26-90000-P", "x": 1});
+    diff("t", &option, &other, Some(Kind::Option), &Exceptions::NONE, &mut out);
+    assert_eq!(out, vec!["t.strike: missing in simulator", "t.x: vector string vs simulator number"]);
+    out.clear();
+    let except = Exceptions { keys: &[("strike", "why")], paths: &[("t.x", "why")] };
+    diff("t", &option, &other, Some(Kind::Option), &except, &mut out);
+    assert!(out.is_empty(), "{out:?}");
 }

@@ -115,6 +115,15 @@ pub struct BookSummary {
     pub current_funding: Option<Num>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub funding_8h: Option<Num>,
+    /// Options only: the pricing inputs and the mark's implied volatility (percent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub underlying_price: Option<Num>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub underlying_index: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interest_rate: Option<Num>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark_iv: Option<Num>,
 }
 
 /// `public/get_tradingview_chart_data` result (column arrays).

@@ -144,6 +144,12 @@ pub struct UserTrade {
     pub quote_set_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quote_id: Option<String>,
+    /// Options only: the implied volatility of the fill's price, in percent, and the
+    /// underlying price it was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iv: Option<Num>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub underlying_price: Option<Num>,
 }
 
 /// `private/buy`, `sell`, `edit`, `close_position` result.
@@ -283,6 +289,9 @@ pub struct PublicTrade {
     pub mark_price: Num,
     pub tick_direction: i32,
     pub timestamp: i64,
+    /// Options only: the implied volatility of the trade's price, in percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iv: Option<Num>,
 }
 
 /// `get_last_trades_by_instrument` result.
@@ -330,6 +339,33 @@ pub struct Ticker {
     pub funding_8h: Option<Num>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interest_value: Option<Num>,
+    /// Options only: the pricing inputs (`underlying_index` names the underlying future, or
+    /// is `index_price`), the implied volatilities in percent, and the greeks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub underlying_price: Option<Num>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub underlying_index: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interest_rate: Option<Num>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark_iv: Option<Num>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bid_iv: Option<Num>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask_iv: Option<Num>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub greeks: Option<Greeks>,
+}
+
+/// An option's Black–Scholes sensitivities as Deribit reports them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Greeks {
+    pub delta: Num,
+    pub gamma: Num,
+    pub vega: Num,
+    pub theta: Num,
+    pub rho: Num,
 }
 
 /// `quote.*` data.

@@ -123,6 +123,8 @@ pub(super) const TRADE_SIM: &[Key<TradeField>] = &[
     key(b"\"api\":", TradeField::Skip),
     key(b"\"quote_set_id\":", TradeField::Skip),
     key(b"\"quote_id\":", TradeField::Skip),
+    key(b"\"iv\":", TradeField::Skip),
+    key(b"\"underlying_price\":", TradeField::Skip),
 ];
 pub(super) const TRADE_DERIBIT: &[Key<TradeField>] = &[
     key(b"\"underlying_price\":", TradeField::Skip),

@@ -1,11 +1,12 @@
 //! The exchange's state as Deribit API objects: instruments, orders, trades, positions,
 //! tickers, books, book summaries and account summaries.
 //!
-//! Owns: turning ticks, lots and `Money` into exact decimals, and the constant fields the
-//! simulator reports (no funding, no liquidation model: those fields are 0).
+//! Owns: turning ticks, lots and `Money` into exact decimals, the constant fields the
+//! simulator reports (no funding, no liquidation model: those fields are 0), and the option
+//! fields Deribit adds to tickers, book summaries and trades (`greeks` computes them).
 //! Must not: mutate the exchange.
 
-use ticktrade_core::{Decimal, InstrumentId, InstrumentKind, InstrumentSpec, Price, Qty, Settlement, Side};
+use ticktrade_core::{Decimal, InstrumentId, InstrumentKind, InstrumentSpec, OptionType, Price, Qty, Settlement, Side};
 use ticktrade_deribit_proto::api::{self, Num};
 use ticktrade_deribit_proto::ratelimit::RateLimits;
 use ticktrade_exchange::{
@@ -13,6 +14,7 @@ use ticktrade_exchange::{
     UserTrade,
 };
 
+use super::greeks::{self, OptionInputs};
 use super::{AccountId, Market};
 
 /// Exact money as a JSON number.
@@ -170,7 +172,29 @@ impl Market {
             mark_price: money(trade.mark_price),
             tick_direction: i32::from(trade.tick_direction),
             timestamp: trade.timestamp.as_millis(),
+            iv: self.trade_iv(trade.instrument, trade.index_price, trade.price, trade.timestamp.as_millis()),
         }
+    }
+
+    /// The model inputs of an option at `underlying` and `now_ms`; `None` for other kinds.
+    fn option_inputs(&self, instrument: InstrumentId, underlying: Money, now_ms: i64) -> Option<OptionInputs> {
+        let spec = self.spec(instrument);
+        let strike = spec.strike.filter(|_| spec.kind == InstrumentKind::Option)?;
+        Some(OptionInputs::new(
+            underlying.to_f64_lossy(),
+            strike.to_f64_lossy(),
+            now_ms,
+            expiry_ms(self.ex.catalogue().get(instrument)?),
+            spec.option_type? == OptionType::Call,
+            spec.settlement == Settlement::Inverse,
+        ))
+    }
+
+    /// An option trade's implied volatility (percent); `None` for other kinds.
+    fn trade_iv(&self, instrument: InstrumentId, index: Money, price: Price, at_ms: i64) -> Option<Num> {
+        let option = self.option_inputs(instrument, index, at_ms)?;
+        let price = self.spec(instrument).price_to_decimal(price).to_f64_lossy();
+        Some(greeks::iv_percent(option.implied_vol(price)))
     }
 
     pub fn render_user_trade(&self, trade: &UserTrade) -> api::UserTrade {
@@ -213,6 +237,8 @@ impl Market {
             api: Some(true),
             quote_set_id: quote.map(|q| q.quote_set_id.as_str().to_owned()),
             quote_id: quote.map(|q| q.quote_id.as_str().to_owned()),
+            iv: self.trade_iv(trade.instrument, trade.index_price, trade.price, trade.timestamp.as_millis()),
+            underlying_price: (spec.kind == InstrumentKind::Option).then(|| money(trade.index_price)),
         }
     }
 
@@ -278,6 +304,11 @@ impl Market {
         };
         let perpetual = info.settlement_period.as_deref() == Some("perpetual");
         let volume_num = qty_num(spec, volume);
+        let option = self.option_inputs(instrument, index, now_ms);
+        let price_f64 = |p: Price| spec.price_to_decimal(p).to_f64_lossy();
+        let mark_vol = option.and_then(|o| o.implied_vol(mark.to_f64_lossy()));
+        let side_iv =
+            |price: Option<Price>| option.map(|o| greeks::iv_percent(price.and_then(|p| o.implied_vol(price_f64(p)))));
         api::Ticker {
             instrument_name: spec.name.clone(),
             timestamp: now_ms,
@@ -287,8 +318,11 @@ impl Market {
                 low: low.map(|p| price_num(spec, p)),
                 price_change: None,
                 volume: volume_num,
-                volume_usd: (spec.settlement == Settlement::Inverse && spec.kind == InstrumentKind::Future)
-                    .then_some(volume_num),
+                volume_usd: (spec.kind == InstrumentKind::Future).then(|| match spec.settlement {
+                    // Inverse futures trade USD amounts; linear ones coin amounts, valued at the mark.
+                    Settlement::Inverse => volume_num,
+                    Settlement::Linear => money(Money::from_decimal(volume_num.0) * mark),
+                }),
             },
             open_interest: qty_num(spec, Qty::from_raw(open_interest)),
             best_bid_price: Some(bid.map_or(Num::ZERO, |l| price_num(spec, l.price))),
@@ -305,6 +339,15 @@ impl Market {
             current_funding: perpetual.then_some(Num::ZERO),
             funding_8h: perpetual.then_some(Num::ZERO),
             interest_value: perpetual.then_some(Num::ZERO),
+            underlying_price: option.map(|_| money(index)),
+            underlying_index: option.map(|_| "index_price".to_owned()),
+            interest_rate: option.map(|_| Num::ZERO),
+            mark_iv: option.map(|_| greeks::iv_percent(mark_vol)),
+            bid_iv: side_iv(bid.map(|l| l.price)),
+            ask_iv: side_iv(ask.map(|l| l.price)),
+            // At a mark no volatility explains (under the intrinsic value), the greeks of the
+            // lowest volatility searched: those of the payoff.
+            greeks: option.map(|o| greeks::render_greeks(o.greeks(mark_vol.unwrap_or(1e-4)))),
         }
     }
 
@@ -351,6 +394,10 @@ impl Market {
             estimated_delivery_price: Some(ticker.estimated_delivery_price),
             current_funding: ticker.current_funding,
             funding_8h: ticker.funding_8h,
+            underlying_price: ticker.underlying_price,
+            underlying_index: ticker.underlying_index,
+            interest_rate: ticker.interest_rate,
+            mark_iv: ticker.mark_iv,
         }
     }
 
@@ -409,5 +456,94 @@ impl Market {
     /// Whether the exchange's order type names a market order (no limit price).
     pub fn is_market(order_type: OrderType) -> bool {
         !order_type.needs_price()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use ticktrade_core::Utc;
+
+    use super::*;
+
+    const START_MS: i64 = 1_767_254_400_000;
+
+    /// A market that has traded for two minutes under seed 7.
+    fn traded() -> Market {
+        let start = Utc::from_millis(START_MS);
+        let (catalogue, infos) = crate::market::builtin_catalogue(start).unwrap();
+        let mut market = Market::new(catalogue, infos, 7, 2_000, start);
+        let mut out = Vec::new();
+        for s in 0..120 {
+            market.step(Utc::from_millis(START_MS + s * 1_000), &mut out);
+        }
+        market
+    }
+
+    fn f(num: Option<Num>) -> f64 {
+        num.unwrap().0.to_f64_lossy()
+    }
+
+    #[test]
+    fn futures_of_both_settlements_report_usd_volume() {
+        let market = traded();
+        let now = START_MS + 120_000;
+        let linear = market.ticker(market.find("BTC_USDC-PERPETUAL").unwrap(), now);
+        let (coins, mark) = (linear.stats.volume.0.to_f64_lossy(), linear.mark_price.0.to_f64_lossy());
+        assert!(coins > 0.0, "no linear volume");
+        assert!((f(linear.stats.volume_usd) - coins * mark).abs() < 1e-6 * coins * mark, "{linear:?}");
+        let inverse = market.ticker(market.find("BTC-PERPETUAL").unwrap(), now);
+        assert_eq!(inverse.stats.volume_usd, Some(inverse.stats.volume));
+        let spot = market.ticker(market.find("BTC_USDC").unwrap(), now);
+        assert_eq!(spot.stats.volume_usd, None);
+    }
+
+    #[test]
+    fn option_tickers_summaries_and_trades_carry_their_model() {
+        let market = traded();
+        let now = START_MS + 120_000;
+        let quoted = |name: &&str| {
+            let t = market.ticker(market.find(name).unwrap(), now);
+            t.best_bid_price.is_some_and(|p| !p.0.is_zero()) && t.best_ask_price.is_some_and(|p| !p.0.is_zero())
+        };
+        let names: Vec<&str> =
+            market.instruments().filter(|(_, i)| i.kind == "option").map(|(_, i)| i.instrument_name.as_str()).collect();
+        let name = *names.iter().find(|n| quoted(n)).unwrap();
+        let id = market.find(name).unwrap();
+        let t = market.ticker(id, now);
+        assert_eq!(t.underlying_index.as_deref(), Some("index_price"));
+        assert_eq!(t.interest_rate, Some(Num::ZERO));
+        assert_eq!(t.underlying_price, Some(t.index_price));
+        let (bid_iv, mark_iv, ask_iv) = (f(t.bid_iv), f(t.mark_iv), f(t.ask_iv));
+        assert!(mark_iv > 0.0, "{t:?}");
+        // A higher premium needs a higher volatility.
+        let (bid, mark, ask) = (f(t.best_bid_price), t.mark_price.0.to_f64_lossy(), f(t.best_ask_price));
+        if bid < mark && mark < ask {
+            assert!(bid_iv <= mark_iv && mark_iv <= ask_iv, "{t:?}");
+        }
+        // The model at the mark's volatility gives the mark back.
+        let spec = market.spec(id);
+        let inputs = market.option_inputs(id, Money::from_decimal(t.index_price.0), now).unwrap();
+        let premium = inputs.premium_usd(mark_iv / 100.0)
+            / if spec.settlement == Settlement::Inverse { inputs.underlying } else { 1.0 };
+        assert!((premium - mark).abs() < 1e-3 * mark.max(1e-4), "{premium} vs mark {mark}");
+        let delta = t.greeks.as_ref().unwrap().delta.0.to_f64_lossy();
+        assert!(if spec.option_type == Some(OptionType::Call) {
+            (0.0..=1.0).contains(&delta)
+        } else {
+            (-1.0..=0.0).contains(&delta)
+        });
+        let summary = market.book_summary(id, now);
+        assert_eq!((summary.mark_iv, summary.underlying_index), (t.mark_iv, t.underlying_index));
+
+        let future = market.ticker(market.find("BTC-PERPETUAL").unwrap(), now);
+        assert_eq!((future.mark_iv, future.greeks, future.underlying_index), (None, None, None));
+        let any_option_trade = names
+            .iter()
+            .filter_map(|n| market.ex.recent_trades(market.find(n).unwrap()).next().cloned())
+            .next()
+            .unwrap();
+        assert!(f(market.render_public_trade(&any_option_trade).iv) > 0.0);
     }
 }

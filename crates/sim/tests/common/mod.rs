@@ -1,5 +1,8 @@
-//! What the simulator's loopback tests share: a simulator, and `auth` on the testkit's client.
+//! What the simulator's loopback tests share: a simulator, `auth` on the testkit's client, the
+//! Deribit vectors and the shape comparison against them (`shape`).
 #![allow(dead_code, clippy::unwrap_used)]
+
+pub mod shape;
 
 use serde_json::{Value, json};
 use ticktrade_sim::{SimConfig, SimHandle};
@@ -39,20 +42,14 @@ pub fn type_of(v: &Value) -> &'static str {
     }
 }
 
-/// The vector file `name` under `testdata/deribit/examples/`.
-pub fn vector(name: &str) -> Value {
-    let path = format!("{}/../../testdata/deribit/examples/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))).unwrap()
+/// `testdata/deribit/examples/`.
+pub fn examples_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/deribit/examples")
 }
 
-/// The response vector of `method` (the first of its recorded sources that exists).
-pub fn method_vector(method: &str) -> Value {
-    let base = method.replace('/', "_");
-    for suffix in [".response.json", ".response.docs_v2_1_1.json", ".response.official_2019.json"] {
-        let path = format!("{}/../../testdata/deribit/examples/{base}{suffix}", env!("CARGO_MANIFEST_DIR"));
-        if std::path::Path::new(&path).exists() {
-            return vector(&format!("{base}{suffix}"));
-        }
-    }
-    panic!("no vector for {method}");
+/// The vector file `name` under `testdata/deribit/examples/`.
+pub fn vector(name: &str) -> Value {
+    let path = examples_dir().join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
 }
