@@ -305,6 +305,15 @@ fn orders(json: &[u8], value: &Value) -> Result<bool, String> {
     if n != list.len() {
         return Err(format!("{n} of {} orders", list.len()));
     }
+    // The typed object the gateway's request path decodes, with the same price (a number, or
+    // none for "market_price").
+    for (i, item) in list.iter().enumerate() {
+        let order: ticktrade_deribit_proto::api::Order =
+            serde_json::from_value(item.clone()).map_err(|e| format!("api::Order {i}: {e}"))?;
+        if order.price.value() != number(&item["price"]) {
+            return Err(format!("api::Order {i} price {} vs {}", order.price, item["price"]));
+        }
+    }
     Ok(true)
 }
 

@@ -12,8 +12,7 @@
 //! exact balances and margins, its catalogue and synthetic market); Deribit's wire formats
 //! (envelope, channel names, book frames, instrument specs) are `ticktrade-deribit-proto`'s.
 //!
-//! Deliberate differences from Deribit (checked by the vector test, listed there too): market
-//! orders report a numeric `price` (their average) instead of `"market_price"`; no funding or
+//! Deliberate differences from Deribit (checked by the vector test, listed there too): no funding or
 //! liquidation model (those fields are 0); `trades.*`/`user.*` aggregated intervals are sent
 //! per event; `incremental_ticker` changes carry every field. WebSocket is `yawc`, which
 //! accepts permessage-deflate when offered (see `server`).

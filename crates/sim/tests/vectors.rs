@@ -12,7 +12,7 @@
 //! Documented exceptions (`EXCEPTIONS`, `PATH_EXCEPTIONS`): fee-schedule and cross-collateral
 //! fields the simulator does not serve, map-valued fields whose keys are data (`*_map`: index
 //! names), rate `limits` (account-tier specific), fields the vectors carry from later API
-//! versions that the simulator does not produce, and two single paths named below. `null` is
+//! versions that the simulator does not produce, and one single path named below. `null` is
 //! compatible with any type (Deribit sends `null` for absent values such as `price_change`
 //! before the first trade).
 
@@ -25,18 +25,11 @@ use common::{Auth, WsClient, sim, vector};
 use serde_json::{Value, json};
 
 /// Single paths not compared (`[]` stands for any list index), and why.
-const PATH_EXCEPTIONS: &[(&str, &str)] = &[
-    (
-        "private/cancel.price",
-        "Deribit writes \"market_price\" for an untriggered market-type trigger order; the simulator writes a \
-         number (its average price, 0), as `api::Order.price`, shared with the gateway's decoding, is a number",
-    ),
-    (
-        "public/get_book_summary_by_currency[].mark_iv",
-        "the v2.1.1 docs example gives futures `mark_iv`, which Deribit's field reference documents for \
+const PATH_EXCEPTIONS: &[(&str, &str)] = &[(
+    "public/get_book_summary_by_currency[].mark_iv",
+    "the v2.1.1 docs example gives futures `mark_iv`, which Deribit's field reference documents for \
          options only (the option comparisons check it)",
-    ),
-];
+)];
 
 /// Keys not compared, anywhere in a reply, and why.
 const EXCEPTIONS: &[(&str, &str)] = &[

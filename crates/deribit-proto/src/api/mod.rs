@@ -31,7 +31,7 @@ pub use account::*;
 pub use history::*;
 pub use market::*;
 pub use market_data::*;
-pub use num::Num;
+pub use num::{Num, OrderPrice};
 pub use objects::*;
 pub use params::*;
 pub use quotes::*;

@@ -1,4 +1,5 @@
-//! [`Num`]: an exact decimal carried as a JSON number, never through `f64`.
+//! [`Num`]: an exact decimal carried as a JSON number, never through `f64`; [`OrderPrice`]: an
+//! order's `price`, a number or Deribit's `"market_price"`.
 //!
 //! Owns: reading a JSON number (or a numeric string, as HTTP query strings carry them) into a
 //! `ticktrade_core::Decimal`, and writing it back as a bare JSON number.
@@ -60,9 +61,86 @@ impl<'de> Deserialize<'de> for Num {
     }
 }
 
+/// An order's `price`: a number, or the string `"market_price"` that Deribit writes for a
+/// market-type trigger order (`stop_market`, `take_market`, `trailing_stop`) that has not
+/// triggered yet, which has no price.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OrderPrice {
+    Value(Num),
+    MarketPrice,
+}
+
+impl OrderPrice {
+    const MARKET_PRICE: &'static str = "market_price";
+
+    /// The price, if the order has one.
+    pub fn value(self) -> Option<Decimal> {
+        match self {
+            OrderPrice::Value(num) => Some(num.0),
+            OrderPrice::MarketPrice => None,
+        }
+    }
+}
+
+impl Default for OrderPrice {
+    fn default() -> OrderPrice {
+        OrderPrice::Value(Num::ZERO)
+    }
+}
+
+impl From<Num> for OrderPrice {
+    fn from(value: Num) -> OrderPrice {
+        OrderPrice::Value(value)
+    }
+}
+
+impl std::fmt::Display for OrderPrice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OrderPrice::Value(num) => num.fmt(f),
+            OrderPrice::MarketPrice => f.write_str(OrderPrice::MARKET_PRICE),
+        }
+    }
+}
+
+impl Serialize for OrderPrice {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            OrderPrice::Value(num) => num.serialize(serializer),
+            OrderPrice::MarketPrice => serializer.serialize_str(OrderPrice::MARKET_PRICE),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for OrderPrice {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<OrderPrice, D::Error> {
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        if raw.get() == "\"market_price\"" {
+            return Ok(OrderPrice::MarketPrice);
+        }
+        let text = raw.get();
+        let text = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(text);
+        Decimal::parse(text)
+            .map(|d| OrderPrice::Value(Num(d)))
+            .map_err(|_| D::Error::custom("invalid format: expected a price or \"market_price\""))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn order_prices_are_numbers_or_market_price() {
+        let price: OrderPrice = serde_json::from_str("202.8").unwrap();
+        assert_eq!(price, OrderPrice::Value(Num::parse("202.8").unwrap()));
+        assert_eq!(serde_json::to_string(&price).unwrap(), "202.8");
+        let market: OrderPrice = serde_json::from_str("\"market_price\"").unwrap();
+        assert_eq!((market, market.value()), (OrderPrice::MarketPrice, None));
+        assert_eq!(serde_json::to_string(&market).unwrap(), "\"market_price\"");
+        assert!(serde_json::from_str::<OrderPrice>("\"limit_price\"").is_err());
+        assert!(serde_json::from_str::<OrderPrice>("true").is_err());
+    }
 
     #[test]
     fn round_trips_exactly() {

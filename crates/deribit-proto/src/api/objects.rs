@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Num;
+use super::{Num, OrderPrice};
 
 /// `public/auth` result.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,7 +55,8 @@ pub struct Order {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contracts: Option<Num>,
     pub filled_amount: Num,
-    pub price: Num,
+    /// `"market_price"` on an untriggered market-type trigger order.
+    pub price: OrderPrice,
     pub average_price: Num,
     pub order_state: String,
     pub order_type: String,

@@ -16,7 +16,7 @@ fn sim_order() -> String {
         amount: crate::api::Num::parse("30").unwrap(),
         contracts: crate::api::Num::parse("3"),
         filled_amount: crate::api::Num::parse("10").unwrap(),
-        price: crate::api::Num::parse("64250.5").unwrap(),
+        price: crate::api::Num::parse("64250.5").unwrap().into(),
         average_price: crate::api::Num::parse("64250.5").unwrap(),
         order_state: "open".into(),
         order_type: "limit".into(),

@@ -33,7 +33,7 @@ pub(crate) fn order(o: api::Order) -> OrderView {
     OrderView {
         status: status(&o.order_state),
         side: side(&o.direction),
-        price: (!is_market).then_some(o.price.0),
+        price: o.price.value().filter(|_| !is_market),
         amount: o.amount.0,
         filled: o.filled_amount.0,
         average_price: o.average_price.0,

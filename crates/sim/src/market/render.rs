@@ -105,8 +105,13 @@ impl Market {
     pub fn render_order(&self, order: &Order) -> api::Order {
         let spec = self.spec(order.instrument);
         let average_price = average(spec, order.filled_notional, order.filled.raw());
-        // Deribit shows "market_price" for market orders; the simulator reports the average.
-        let price = order.price.map_or(average_price, |p| price_num(spec, p));
+        // A market-type order has no price: Deribit writes "market_price" while it waits for
+        // its trigger, and the average price once it has traded (or was triggered).
+        let price = match order.price {
+            Some(p) => api::OrderPrice::Value(price_num(spec, p)),
+            None if order.order_type.is_trigger() && !order.triggered => api::OrderPrice::MarketPrice,
+            None => api::OrderPrice::Value(average_price),
+        };
         let trigger = order.trigger;
         api::Order {
             order_id: self.order_id_text(order),

@@ -332,7 +332,7 @@ impl Answers {
             instrument_name: params["instrument_name"].as_str().unwrap_or("").to_owned(),
             direction,
             amount: num("amount")?,
-            price: num("price")?,
+            price: num("price")?.into(),
             order_state: "open".into(),
             order_type: "limit".into(),
             time_in_force: "good_til_cancelled".into(),
