@@ -176,6 +176,52 @@ fn every_bench_prints_json_lines_in_the_common_format() {
     }
 }
 
+/// `bench bus --venue hl` (not in `bench all`): both delay series measured, and the load run's
+/// messages published by `hl --publish` and received by the `hl --upstream` edge.
+#[test]
+fn bench_bus_venue_hl_measures_both_paths_and_the_load() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let argv = [
+        "bench",
+        "bus",
+        "--venue",
+        "hl",
+        "--clients",
+        "3",
+        "--seconds",
+        "2",
+        "--coins",
+        "12",
+        "--orders-per-block",
+        "60",
+        "--load-rates",
+        "10",
+        "--load-seconds",
+        "2",
+        "--json",
+    ];
+    let out = run(&argv);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench bus --venue hl failed: {stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let summary = &lines[0];
+    assert_eq!(summary["venue"], "hl", "{summary}");
+    assert_eq!(summary["load_unit"], "blocks/s", "{summary}");
+    let load = &summary["load"][0];
+    // 12 coins × (7 l2Book variants, trades, bbo) + allMids.
+    assert_eq!(load["channels"], 12 * 9 + 1, "{load}");
+    assert!(load["published_msgs_per_s"].as_f64().unwrap() > 0.0, "{load}");
+    assert!(load["edge_received_msgs_per_s"].as_f64().unwrap() > 0.0, "{load}");
+    assert!(load["upstream_per_s"].as_f64().unwrap() > 5.0, "{load}");
+    assert_eq!(load["sustained"], load["dropped"] == 0, "{load}");
+    let names: Vec<&str> = lines[1..].iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["hl_direct", "hl_via_nats"]);
+    for line in &lines[1..] {
+        check_series_line(line, "bench bus --venue hl");
+    }
+}
+
 #[test]
 fn a_failing_bench_is_reported_and_the_others_still_run() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
