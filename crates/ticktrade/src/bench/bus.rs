@@ -18,6 +18,9 @@
 //!   published), the edge (per message received) and `nats-server` (per message published):
 //!   CPU time from the scheduler's per-thread account (`host`) over the measured seconds.
 //!
+//! - **Slow edge** (`slow`): at the target load, the good edge's delays without and with a
+//!   stalled subscriber of every subject, in alternating phases of the same run.
+//!
 //! A venue is a [`Stack`]: a way to start its upstream, publisher, edge and direct server, and
 //! its clients; this file is the venue-neutral driver.
 //!
@@ -40,6 +43,7 @@ use super::report::{Outcome, Output, emit_outcome};
 mod deribit;
 mod hl;
 mod host;
+mod slow;
 
 use host::{NatsProcess, process_cpu_ns, threads_cpu_ns};
 
@@ -75,6 +79,15 @@ pub struct Args {
     /// Seconds each load run measures (after its edge follows everything and 2 s more).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=600))]
     load_seconds: u64,
+    /// The upstream rate of the slow-edge run (default: Deribit 20000 events/s, Hyperliquid 10
+    /// blocks/s).
+    #[arg(long)]
+    slow_rate: Option<u32>,
+    /// Seconds of each of the slow-edge run's four phases (without, with a stalled edge,
+    /// without, with); 0 skips the run. Long enough for the stalled edge's backlog to reach
+    /// `nats-server`'s limits at the default rates.
+    #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u64).range(0..=600))]
+    slow_seconds: u64,
     /// Worker threads of each server's runtime (`ticktrade serve` and `ticktrade hl` use 2).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=64))]
     server_threads: u64,
@@ -87,6 +100,11 @@ pub struct Args {
     /// Hyperliquid: the generator's seed.
     #[arg(long, default_value_t = 7)]
     seed: u64,
+    /// Run `nats-server` with its default of stalling a publisher while one of its subscribers
+    /// is far behind, instead of `no_fast_producer_stall: true` (`docs/SCALING.md`): the
+    /// slow-edge run then shows what a stopped edge does to the others under the defaults.
+    #[arg(long)]
+    nats_producer_stall: bool,
     /// The `nats-server` binary (default: `$NATS_SERVER_BIN`, then `.tools/bin/nats-server`
     /// here or in a directory above, then `$PATH`).
     #[arg(long, value_name = "PATH")]
@@ -119,6 +137,14 @@ impl Venue {
         }
     }
 
+    /// The slow-edge run's series: the good edge without, and with, a stalled edge beside it.
+    fn slow_series(self) -> (&'static str, &'static str) {
+        match self {
+            Venue::Deribit => ("fanout_via_nats_no_slow_edge", "fanout_via_nats_slow_edge"),
+            Venue::Hl => ("hl_via_nats_no_slow_edge", "hl_via_nats_slow_edge"),
+        }
+    }
+
     /// What the delay series time.
     fn delay_text(self) -> &'static str {
         match self {
@@ -138,6 +164,13 @@ impl Venue {
         match self {
             Venue::Deribit => "events/s",
             Venue::Hl => "blocks/s",
+        }
+    }
+
+    fn default_slow_rate(self) -> u32 {
+        match self {
+            Venue::Deribit => 20_000,
+            Venue::Hl => 10,
         }
     }
 
@@ -184,8 +217,10 @@ trait Stack {
     /// book; returns once every one has data.
     fn delay_clients(&mut self, rt: &Runtime, n: usize) -> anyhow::Result<()>;
     /// Starts clients on the edge that follow everything the publisher carries; returns once
-    /// each has data, with the number of channels followed.
-    fn load_clients(&mut self, rt: &Runtime) -> anyhow::Result<usize>;
+    /// each has data, with the number of channels followed. `timed`: channels whose frames
+    /// the edge writes as they come (no conflation interval in their delay), for the slow-edge
+    /// run.
+    fn load_clients(&mut self, rt: &Runtime, timed: bool) -> anyhow::Result<usize>;
     /// Forgets the delays recorded so far.
     fn reset_delays(&mut self);
     /// The delays since the last reset: direct, through NATS.
@@ -216,7 +251,8 @@ fn start_stack(
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let bin = host::nats_server_bin(args.nats_server.as_deref())?;
-    let nats = NatsProcess::start(&bin)?;
+    let nats_config = if args.nats_producer_stall { "" } else { host::NO_PRODUCER_STALL };
+    let nats = NatsProcess::start(&bin, nats_config)?;
     let clients_rt = runtime(CLIENTS, 1)?;
     let n = usize::try_from(args.clients).context("--clients")?;
     let venue = args.venue;
@@ -226,16 +262,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for rate in args.load_rates.clone().unwrap_or_else(|| venue.default_load_rates()) {
         loads.push(load_run(&args, &nats, &clients_rt, rate)?);
     }
+    let slow_rate = args.slow_rate.unwrap_or_else(|| venue.default_slow_rate());
+    let slow = (args.slow_seconds > 0).then(|| slow::slow_run(&args, &nats, &clients_rt, slow_rate)).transpose()?;
 
     let (d, b) = (delay.direct.percentiles(), delay.via_nats.percentiles());
     let p50_factor = b.p50 as f64 / d.p50.max(1) as f64;
     let p99_factor = b.p99 as f64 / d.p99.max(1) as f64;
     let unit = venue.unit();
     let mut notes = format!(
-        "ticktrade bench bus ({}): nats-server {} on loopback; {} upstream; each server on its own runtime ({} \
-         threads)\n",
+        "ticktrade bench bus ({}): nats-server {} on loopback ({}); {} upstream; each server on its own runtime \
+         ({} threads)\n",
         venue.name(),
         bin.display(),
+        if args.nats_producer_stall { "its defaults" } else { "no_fast_producer_stall: true" },
         venue.upstream(),
         args.server_threads
     );
@@ -289,7 +328,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             l.upstream_cpu_pct
         );
     }
-    let summary = serde_json::json!({
+    let mut summary = serde_json::json!({
         "venue": venue.name(),
         "clients": n,
         "via_nats_over_direct_p50": p50_factor,
@@ -298,10 +337,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "load": loads.iter().map(LoadRun::json).collect::<Vec<_>>(),
     });
     let (direct_name, via_name) = venue.series();
-    let series = vec![
+    let mut series = vec![
         Series::from_histogram(direct_name, &delay.direct),
         Series::from_histogram(via_name, &delay.via_nats).with_baseline_p50(d.p50),
     ];
+    if let Some(slow) = &slow {
+        slow.report(venue, args.slow_seconds, &mut notes, &mut summary, &mut series);
+    }
     let title = format!("ticktrade bench bus --venue {} (loopback)", venue.name());
     let outcome = Outcome { title, notes, series, summary: Some(summary) };
     emit_outcome(outcome, &args.output)?;
@@ -474,7 +516,7 @@ fn sample(venue: Venue, stack: &dyn Stack, nats: &NatsProcess) -> anyhow::Result
 fn load_run(args: &Args, nats: &NatsProcess, clients_rt: &Runtime, rate: u32) -> anyhow::Result<LoadRun> {
     let mut stack = start_stack(args, nats, rate, false, 64)?;
     let measured = (|| {
-        let channels = stack.load_clients(clients_rt)?;
+        let channels = stack.load_clients(clients_rt, false)?;
         std::thread::sleep(Duration::from_secs(2));
         let a = sample(args.venue, stack.as_ref(), nats)?;
         std::thread::sleep(Duration::from_secs(args.load_seconds));

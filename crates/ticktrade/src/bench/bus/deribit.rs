@@ -135,12 +135,16 @@ impl Stack for Deribit {
         wait_ready("edge", &edge_ready, n, Duration::from_secs(60))
     }
 
-    fn load_clients(&mut self, rt: &Runtime) -> anyhow::Result<usize> {
+    fn load_clients(&mut self, rt: &Runtime, timed: bool) -> anyhow::Result<usize> {
         let names = rt.block_on(instrument_names(self.sim.ws_url()))?;
-        let channels: Vec<String> = names
-            .iter()
-            .flat_map(|n| [format!("book.{n}.100ms"), format!("trades.{n}.100ms"), format!("ticker.{n}.100ms")])
-            .collect();
+        let channels: Vec<String> = if timed {
+            names.iter().map(|n| format!("book.{n}.raw")).collect()
+        } else {
+            names
+                .iter()
+                .flat_map(|n| [format!("book.{n}.100ms"), format!("trades.{n}.100ms"), format!("ticker.{n}.100ms")])
+                .collect()
+        };
         let lists: Vec<Vec<String>> = channels.chunks(CHANNELS_PER_CLIENT).map(<[String]>::to_vec).collect();
         let n = lists.len();
         let url = self.edge.handle.ws_url();

@@ -12,8 +12,9 @@
 //!   stamp). Both sides pay the same client and file costs, so their difference is the bus.
 //!   The publisher publishes that coin only, so its engine does the direct server's work
 //!   plus the coin's other six aggregations, trades and `bbo`, and `allMids`.
-//! - **Load**: every coin published (each coin's seven `l2Book` aggregations, `trades`,
-//!   `bbo`, and `allMids`), the edge's clients subscribed to all of it.
+//! - **Load** (and the slow-edge run): every coin published (each coin's seven `l2Book`
+//!   aggregations, `trades`, `bbo`, and `allMids`), the edge's clients subscribed to all of
+//!   it, each `l2Book` frame they receive timed as in the delay run.
 //!
 //! Owns: the data directory, the writer thread, the hl servers and their clients.
 //! Must not: compare different inputs (both servers read the same files).
@@ -274,12 +275,14 @@ impl Stack for Hl {
         wait_ready("edge", &edge_ready, n, Duration::from_secs(60))
     }
 
-    fn load_clients(&mut self, rt: &Runtime) -> anyhow::Result<usize> {
+    fn load_clients(&mut self, rt: &Runtime, _timed: bool) -> anyhow::Result<usize> {
         let lists: Vec<Vec<String>> =
             self.subscriptions.chunks(SUBSCRIPTIONS_PER_CLIENT).map(<[String]>::to_vec).collect();
         let n = lists.len();
         let url = format!("ws://{}/ws", self.edge.addr);
-        let ready = self.start_clients(rt, &url, lists, None);
+        // Timed too, for the slow-edge run (every l2Book frame of every coin).
+        let edge_delays = Arc::clone(&self.delays[1]);
+        let ready = self.start_clients(rt, &url, lists, Some(&edge_delays));
         wait_ready("load clients", &ready, n, Duration::from_secs(60))?;
         Ok(self.subscriptions.len())
     }
