@@ -34,7 +34,7 @@ const BENCHES: &[(&str, &[&str])] = &[
             "--slow-rate",
             "400",
             "--slow-seconds",
-            "1",
+            "2",
         ],
     ),
 ];

@@ -83,8 +83,8 @@ pub struct Args {
     /// blocks/s).
     #[arg(long)]
     slow_rate: Option<u32>,
-    /// Seconds of each of the slow-edge run's four phases (without, with a stalled edge,
-    /// without, with); 0 skips the run. Long enough for the stalled edge's backlog to reach
+    /// Seconds of each of the slow-edge run's five phases (without, with a stalled edge,
+    /// without, with, without); 0 skips the run. Long enough for the stalled edge's backlog to reach
     /// `nats-server`'s limits at the default rates.
     #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u64).range(0..=600))]
     slow_seconds: u64,
