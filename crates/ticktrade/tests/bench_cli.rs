@@ -20,7 +20,23 @@ const BENCHES: &[(&str, &[&str])] = &[
     ("tick-to-trade", &["--ticks", "300", "--gap-us", "20"]),
     ("order", &["--orders", "200", "--gap-us", "20"]),
     ("feed", &["--clients", "1,10", "--seconds", "1"]),
-    ("bus", &["--clients", "5", "--seconds", "2", "--load-rates", "400", "--load-seconds", "2"]),
+    (
+        "bus",
+        &[
+            "--clients",
+            "5",
+            "--seconds",
+            "2",
+            "--load-rates",
+            "400",
+            "--load-seconds",
+            "2",
+            "--slow-rate",
+            "400",
+            "--slow-seconds",
+            "2",
+        ],
+    ),
 ];
 
 const SERIES_KEYS: [&str; 11] = ["name", "unit", "count", "min", "p25", "p50", "p75", "p90", "p99", "p999", "max"];
@@ -167,12 +183,65 @@ fn every_bench_prints_json_lines_in_the_common_format() {
                 / lines[0]["ticktrade_ns_per_delta"].as_f64().unwrap();
             assert!((ratio - quotient).abs() < 1e-9 * quotient, "{}", lines[0]);
         } else if *name == "bus" {
-            for key in ["via_nats_over_direct_p50", "via_nats_over_direct_p99", "load"] {
+            for key in ["via_nats_over_direct_p50", "via_nats_over_direct_p99", "load", "slow_edge"] {
                 assert!(lines[0].get(key).is_some(), "bench bus: summary first, with {key}: {}", lines[0]);
             }
         } else if *name != "match" {
             assert!(lines.iter().all(|l| l.get("name").is_some()), "bench {name}: only series lines expected");
         }
+    }
+}
+
+/// `bench bus --venue hl` (not in `bench all`): both delay series measured, and the load run's
+/// messages published by `hl --publish` and received by the `hl --upstream` edge.
+#[test]
+fn bench_bus_venue_hl_measures_both_paths_and_the_load() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let argv = [
+        "bench",
+        "bus",
+        "--venue",
+        "hl",
+        "--clients",
+        "3",
+        "--seconds",
+        "2",
+        "--coins",
+        "12",
+        "--orders-per-block",
+        "60",
+        "--load-rates",
+        "10",
+        "--load-seconds",
+        "2",
+        "--slow-seconds",
+        "1",
+        "--json",
+    ];
+    let out = run(&argv);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench bus --venue hl failed: {stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let summary = &lines[0];
+    assert_eq!(summary["venue"], "hl", "{summary}");
+    assert_eq!(summary["load_unit"], "blocks/s", "{summary}");
+    let load = &summary["load"][0];
+    // 12 coins × (7 l2Book variants, trades, bbo) + allMids.
+    assert_eq!(load["channels"], 12 * 9 + 1, "{load}");
+    assert!(load["published_msgs_per_s"].as_f64().unwrap() > 0.0, "{load}");
+    assert!(load["edge_received_msgs_per_s"].as_f64().unwrap() > 0.0, "{load}");
+    assert!(load["upstream_per_s"].as_f64().unwrap() > 5.0, "{load}");
+    assert_eq!(load["sustained"], load["dropped"] == 0, "{load}");
+    // The slow-edge run: its phases ran against the server the bench configured.
+    let slow = &summary["slow_edge"];
+    assert_eq!(slow["rate"], 10, "{slow}");
+    assert_eq!(slow["nats_stalls"], 0, "no_fast_producer_stall: the publisher is never stalled: {slow}");
+    assert_eq!(slow["good_edge_gaps"], 0, "{slow}");
+    let names: Vec<&str> = lines[1..].iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["hl_direct", "hl_via_nats", "hl_via_nats_no_slow_edge", "hl_via_nats_slow_edge"]);
+    for line in &lines[1..] {
+        check_series_line(line, "bench bus --venue hl");
     }
 }
 

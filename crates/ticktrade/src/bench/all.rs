@@ -195,7 +195,20 @@ const BENCHES: &[Bench] = &[
     Bench {
         name: "bus",
         full: &[],
-        quick: &["--clients", "5", "--seconds", "2", "--load-rates", "400", "--load-seconds", "2"],
+        quick: &[
+            "--clients",
+            "5",
+            "--seconds",
+            "2",
+            "--load-rates",
+            "400",
+            "--load-seconds",
+            "2",
+            "--slow-rate",
+            "400",
+            "--slow-seconds",
+            "2",
+        ],
         goals: &[
             goal(
                 "upstream frame received → edge client frame written through NATS, median within 2x of direct fan-out",
@@ -204,6 +217,14 @@ const BENCHES: &[Bench] = &[
             goal(
                 "upstream frame received → edge client frame written through NATS, p99 within 3x of direct fan-out",
                 Check::P99WithinFactor("fanout_via_nats", "fanout_direct", 3.0),
+            ),
+            goal(
+                "edge delay with a stalled edge beside it, median within 1.5x of without (same run)",
+                Check::WithinFactor("fanout_via_nats_slow_edge", "fanout_via_nats_no_slow_edge", 1.5),
+            ),
+            goal(
+                "edge delay with a stalled edge beside it, p99 within 2x of without (same run)",
+                Check::P99WithinFactor("fanout_via_nats_slow_edge", "fanout_via_nats_no_slow_edge", 2.0),
             ),
         ],
     },

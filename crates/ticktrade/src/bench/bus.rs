@@ -1,48 +1,49 @@
 //! `ticktrade bench bus`: books across machines on NATS, on the product's own paths: a real
-//! `nats-server` (the project's pinned build, started here), the in-process simulator as
-//! upstream, a publisher (`serve --publish`) and an edge (`serve --upstream nats://…`), each
-//! server on its own runtime and named threads.
+//! `nats-server` (the project's pinned build, started here), an upstream, a publisher and an
+//! edge (`serve --publish` / `serve --upstream nats://…` for Deribit, `deribit`;
+//! `hl --publish` / `hl --upstream nats://…` for Hyperliquid, `hl`), each server on its own
+//! runtime and named threads.
 //!
-//! - **Delay** (`fanout_via_nats`, beside `fanout_direct`): `--clients` clients on the edge and
-//!   as many on a direct server (`serve` on the same simulator, no bus), all on
-//!   `book.<instrument>.raw`, in the same run. Both are the servers' own fan-out stamps, one
-//!   sample per frame per client: direct, upstream frame received → client frame written; via
-//!   NATS, the publisher's upstream frame received → the edge's client frame written (the
-//!   edge takes the publisher's receive instant through `ticktrade_serve::BusOrigins`, a hook
-//!   only a same-process benchmark can use).
-//! - **Load** (one run per `--load-rates` value): the simulator's whole catalogue at that many
-//!   events a second, every instrument's book, trades and ticker published, and one edge
-//!   following every one of them (its clients subscribe to all of them). What one publisher
-//!   sustains is measured at that fixed offered load (not by raising it until it drops):
-//!   messages published a second and messages dropped (the sink's queue full). CPU per
-//!   10,000 messages a second, for the publisher (per message published), the edge (per
-//!   message received) and `nats-server` (per message published): CPU time from the
-//!   scheduler's per-thread account (`host`) over the measured seconds.
+//! - **Delay** (`<venue>_via_nats` beside `<venue>_direct`): `--clients` clients on the edge
+//!   and as many on a direct server (no bus) on the same upstream, all on one instrument's
+//!   book, in the same run. Deribit times the servers' own fan-out stamps (upstream frame
+//!   received → client frame written); Hyperliquid times the clients (block write started →
+//!   frame received): each venue's module says how.
+//! - **Load** (one run per `--load-rates` value): the whole upstream at that rate (Deribit:
+//!   simulator events a second; Hyperliquid: blocks a second of 229 coins), every instrument's
+//!   feeds published, and one edge following every one of them (its clients subscribe to all
+//!   of them). What one publisher sustains is measured at that fixed offered load (not by
+//!   raising it until it drops): messages offered, published and dropped (the sink's queue
+//!   full) a second. CPU per 10,000 messages a second, for the publisher (per message
+//!   published), the edge (per message received) and `nats-server` (per message published):
+//!   CPU time from the scheduler's per-thread account (`host`) over the measured seconds.
 //!
-//! A venue is a way to start a publisher, an edge and a direct server and the channels its
-//! clients subscribe to (`Venue`); `--venue hl` is to come with `hl --publish/--upstream`.
+//! - **Slow edge** (`slow`): at the target load, the good edge's delays without and with a
+//!   stalled subscriber of every subject, in alternating phases of the same run.
 //!
-//! Owns: the run's wiring, the series names, the load figures and the summary object.
-//! Must not: time the fan-out itself (the servers record it).
+//! A venue is a [`Stack`]: a way to start its upstream, publisher, edge and direct server, and
+//! its clients; this file is the venue-neutral driver.
+//!
+//! Owns: the run's order, the series names, the load figures and the summary object.
+//! Must not: know a venue's servers or protocol (`deribit`, `hl`).
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use futures_util::{SinkExt as _, StreamExt as _};
+use ticktrade_bus::BusCounters;
 use ticktrade_latency::{Histogram, Series};
-use ticktrade_serve::{BusConfig, BusCounters, BusOrigins, ServeConfig, ServeHandle, UpstreamSource};
-use ticktrade_sim::{SimConfig, SimHandle};
 use tokio::runtime::Runtime;
-use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::report::{Outcome, Output, emit_outcome};
 
+mod deribit;
+mod hl;
 mod host;
+mod slow;
 
 use host::{NatsProcess, process_cpu_ns, threads_cpu_ns};
 
@@ -50,7 +51,8 @@ use host::{NatsProcess, process_cpu_ns, threads_cpu_ns};
 pub struct Args {
     #[command(flatten)]
     output: Output,
-    /// Whose publisher and edge run: `deribit` (`serve --publish` / `serve --upstream`).
+    /// Whose publisher and edge run: `deribit` (`serve --publish` / `serve --upstream`) or `hl`
+    /// (`hl --publish` / `hl --upstream`).
     #[arg(long, value_enum, default_value_t = Venue::Deribit)]
     venue: Venue,
     /// Clients on the edge, and as many on the direct server (the delay run).
@@ -59,21 +61,50 @@ pub struct Args {
     /// Seconds the delay run measures (after every client holds its book and 1 s more).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=600))]
     seconds: u64,
-    /// Simulator events a second in the delay run (over all its instruments).
+    /// Deribit: simulator events a second in the delay run (over all its instruments).
     #[arg(long, default_value_t = 400)]
     sim_rate: u32,
-    /// The instrument of the delay run (served by all three servers; clients on its raw book).
-    #[arg(long, default_value = "BTC-PERPETUAL")]
-    instrument: String,
-    /// Simulator events a second of each load run (every instrument published), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "2000,20000")]
-    load_rates: Vec<u32>,
+    /// Hyperliquid: blocks a second in the delay run.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    block_rate: u32,
+    /// The instrument of the delay run (default BTC-PERPETUAL for Deribit, BTC for
+    /// Hyperliquid; clients on its raw book, or its `l2Book`).
+    #[arg(long)]
+    instrument: Option<String>,
+    /// The upstream rate of each load run (every instrument published), comma-separated:
+    /// Deribit simulator events a second (default 2000,20000), Hyperliquid blocks a second
+    /// (default 10,40).
+    #[arg(long, value_delimiter = ',')]
+    load_rates: Option<Vec<u32>>,
     /// Seconds each load run measures (after its edge follows everything and 2 s more).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=600))]
     load_seconds: u64,
-    /// Worker threads of each server's runtime (`ticktrade serve` uses 2).
+    /// The upstream rate of the slow-edge run (default: Deribit 20000 events/s, Hyperliquid 10
+    /// blocks/s).
+    #[arg(long)]
+    slow_rate: Option<u32>,
+    /// Seconds of each of the slow-edge run's five phases (without, with a stalled edge,
+    /// without, with, without); 0 skips the run. Long enough for the stalled edge's backlog to reach
+    /// `nats-server`'s limits at the default rates.
+    #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u64).range(0..=600))]
+    slow_seconds: u64,
+    /// Worker threads of each server's runtime (`ticktrade serve` and `ticktrade hl` use 2).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=64))]
     server_threads: u64,
+    /// Hyperliquid: coins in the generated market.
+    #[arg(long, default_value_t = 229)]
+    coins: usize,
+    /// Hyperliquid: order actions per block (see `ticktrade hl gen`).
+    #[arg(long, default_value_t = 600)]
+    orders_per_block: usize,
+    /// Hyperliquid: the generator's seed.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Run `nats-server` with its default of stalling a publisher while one of its subscribers
+    /// is far behind, instead of `no_fast_producer_stall: true` (`docs/SCALING.md`): the
+    /// slow-edge run then shows what a stopped edge does to the others under the defaults.
+    #[arg(long)]
+    nats_producer_stall: bool,
     /// The `nats-server` binary (default: `$NATS_SERVER_BIN`, then `.tools/bin/nats-server`
     /// here or in a directory above, then `$PATH`).
     #[arg(long, value_name = "PATH")]
@@ -85,75 +116,207 @@ pub struct Args {
 pub enum Venue {
     /// `ticktrade serve --publish` over the simulator, `serve --upstream nats://…` edges.
     Deribit,
+    /// `ticktrade hl --publish` over generated hl-node files, `hl --upstream nats://…` edges.
+    Hl,
+}
+
+impl Venue {
+    fn name(self) -> &'static str {
+        match self {
+            Venue::Deribit => "deribit",
+            Venue::Hl => "hl",
+        }
+    }
+
+    /// The delay series' names: direct, through NATS.
+    fn series(self) -> (&'static str, &'static str) {
+        match self {
+            // The names `bench all` and earlier reports use.
+            Venue::Deribit => ("fanout_direct", "fanout_via_nats"),
+            Venue::Hl => ("hl_direct", "hl_via_nats"),
+        }
+    }
+
+    /// The slow-edge run's series: the good edge without, and with, a stalled edge beside it.
+    fn slow_series(self) -> (&'static str, &'static str) {
+        match self {
+            Venue::Deribit => ("fanout_via_nats_no_slow_edge", "fanout_via_nats_slow_edge"),
+            Venue::Hl => ("hl_via_nats_no_slow_edge", "hl_via_nats_slow_edge"),
+        }
+    }
+
+    /// What the delay series time.
+    fn delay_text(self) -> &'static str {
+        match self {
+            Venue::Deribit => {
+                "fanout_via_nats = publisher's upstream frame received → edge's client frame written; fanout_direct = \
+                 direct server's upstream frame received → client frame written (the servers' stamps)"
+            }
+            Venue::Hl => {
+                "hl_via_nats = block write started → l2Book frame received by a client of the edge; hl_direct = the \
+                 same for a client of the direct server on the same files (the clients' stamps, matched by block time)"
+            }
+        }
+    }
+
+    /// The unit of an upstream rate.
+    fn unit(self) -> &'static str {
+        match self {
+            Venue::Deribit => "events/s",
+            Venue::Hl => "blocks/s",
+        }
+    }
+
+    fn default_slow_rate(self) -> u32 {
+        match self {
+            Venue::Deribit => 20_000,
+            Venue::Hl => 10,
+        }
+    }
+
+    fn default_load_rates(self) -> Vec<u32> {
+        match self {
+            Venue::Deribit => vec![2_000, 20_000],
+            Venue::Hl => vec![10, 40],
+        }
+    }
+
+    /// Threads charged to the publisher: its runtime, and for Hyperliquid the engine thread,
+    /// its helper and the file watcher (the load run has no other hl server).
+    fn publisher_threads(self) -> &'static [&'static str] {
+        match self {
+            Venue::Deribit => &[PUBLISHER],
+            Venue::Hl => &[PUBLISHER, "hl-engine", "hl-engine-1", "notify-rs inoti"],
+        }
+    }
+
+    /// The upstream, as the notes name it.
+    fn upstream(self) -> &'static str {
+        match self {
+            Venue::Deribit => "the in-process simulator",
+            Venue::Hl => "generated hl-node files (the `bench hl` generator, a writer thread)",
+        }
+    }
 }
 
 /// Thread names: CPU is charged by them (`host::threads_cpu_ns`), at most 15 bytes.
 const PUBLISHER: &str = "bus-publisher";
 const EDGE: &str = "bus-edge";
 const DIRECT: &str = "bus-direct";
-const SIM: &str = "bus-sim";
+/// The simulator's runtime, or the hl block writer.
+const UPSTREAM: &str = "bus-upstream";
 const CLIENTS: &str = "bus-clients";
 
-/// Channels one load client subscribes to (a server takes up to 1,000 per connection).
-const CHANNELS_PER_CLIENT: usize = 200;
+/// Clients started before a short pause, so the accept queue keeps up.
+const CLIENTS_PER_WAVE: usize = 64;
+
+/// One venue's bus path on loopback, running: its upstream, a publisher, an edge and, in the
+/// delay run, a direct server on the same upstream.
+trait Stack {
+    /// Starts `n` clients on the edge and `n` on the direct server, all on the delay run's
+    /// book; returns once every one has data.
+    fn delay_clients(&mut self, rt: &Runtime, n: usize) -> anyhow::Result<()>;
+    /// Starts clients on the edge that follow everything the publisher carries; returns once
+    /// each has data, with the number of channels followed. `timed`: channels whose frames
+    /// the edge writes as they come (no conflation interval in their delay), for the slow-edge
+    /// run.
+    fn load_clients(&mut self, rt: &Runtime, timed: bool) -> anyhow::Result<usize>;
+    /// Forgets the delays recorded so far.
+    fn reset_delays(&mut self);
+    /// The delays since the last reset: direct, through NATS.
+    fn delays(&mut self) -> (Histogram, Histogram);
+    fn publisher(&self) -> BusCounters;
+    fn edge(&self) -> BusCounters;
+    /// Upstream units (Hyperliquid: blocks written) so far, where the venue counts them.
+    fn upstream_units(&self) -> Option<u64> {
+        None
+    }
+    fn stop(self: Box<Self>) -> anyhow::Result<()>;
+}
+
+/// Starts `args.venue`'s stack at `rate` (the venue's unit): for the delay run (one
+/// instrument, a direct server beside) or a load run (everything).
+fn start_stack(
+    args: &Args,
+    nats: &NatsProcess,
+    rate: u32,
+    delay: bool,
+    clients: usize,
+) -> anyhow::Result<Box<dyn Stack>> {
+    Ok(match args.venue {
+        Venue::Deribit => Box::new(deribit::Deribit::start(args, nats, rate, delay, clients)?),
+        Venue::Hl => Box::new(hl::Hl::start(args, nats, rate, delay)?),
+    })
+}
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let bin = host::nats_server_bin(args.nats_server.as_deref())?;
-    let nats = NatsProcess::start(&bin)?;
+    let nats_config = if args.nats_producer_stall { "" } else { host::NO_PRODUCER_STALL };
+    let nats = NatsProcess::start(&bin, nats_config)?;
     let clients_rt = runtime(CLIENTS, 1)?;
     let n = usize::try_from(args.clients).context("--clients")?;
+    let venue = args.venue;
 
     let delay = delay_run(&args, &nats, &clients_rt, n)?;
     let mut loads = Vec::new();
-    for &rate in &args.load_rates {
+    for rate in args.load_rates.clone().unwrap_or_else(|| venue.default_load_rates()) {
         loads.push(load_run(&args, &nats, &clients_rt, rate)?);
     }
+    let slow_rate = args.slow_rate.unwrap_or_else(|| venue.default_slow_rate());
+    let slow = (args.slow_seconds > 0).then(|| slow::slow_run(&args, &nats, &clients_rt, slow_rate)).transpose()?;
 
     let (d, b) = (delay.direct.percentiles(), delay.via_nats.percentiles());
     let p50_factor = b.p50 as f64 / d.p50.max(1) as f64;
     let p99_factor = b.p99 as f64 / d.p99.max(1) as f64;
+    let unit = venue.unit();
     let mut notes = format!(
-        "ticktrade bench bus ({:?}): nats-server {} on loopback; the in-process simulator upstream; each server on \
-         its own runtime ({} threads)\n",
-        args.venue,
+        "ticktrade bench bus ({}): nats-server {} on loopback ({}); {} upstream; each server on its own runtime \
+         ({} threads)\n",
+        venue.name(),
         bin.display(),
+        if args.nats_producer_stall { "its defaults" } else { "no_fast_producer_stall: true" },
+        venue.upstream(),
         args.server_threads
     );
+    let rate = match venue {
+        Venue::Deribit => args.sim_rate,
+        Venue::Hl => args.block_rate,
+    };
     let _ = writeln!(
         notes,
-        "delay run: {} events/s, {n} clients on book.{}.raw on the edge and {n} on a direct server, {} s measured; \
-         {} upstream frames published; edge gaps {}, resyncs {}, publisher drops {}",
-        args.sim_rate,
-        args.instrument,
+        "delay run: {rate} {unit}, {n} clients on {}'s book on the edge and {n} on a direct server, {} s measured; \
+         {} messages published; edge gaps {}, resyncs {}, publisher drops {}",
+        delay.instrument,
         args.seconds,
         delay.publisher.published,
         delay.edge.gaps,
         delay.edge.resyncs,
         delay.publisher.dropped
     );
-    let _ = writeln!(
-        notes,
-        "fanout_via_nats = publisher's upstream frame received → edge's client frame written; fanout_direct = \
-         direct server's upstream frame received → client frame written"
-    );
+    let _ = writeln!(notes, "{}", venue.delay_text());
     let _ = writeln!(
         notes,
         "through NATS / direct: median {p50_factor:.2}x (goal ≤ 2x), p99 {p99_factor:.2}x (goal ≤ 3x); the table's \
          ratio is direct p50 / through-NATS p50"
     );
     for l in &loads {
+        let sustained = if l.dropped == 0 {
+            "sustained (0 dropped)".to_owned()
+        } else {
+            format!("NOT sustained: {} dropped ({:.2} % of offered)", l.dropped, l.drop_pct())
+        };
+        let blocks = l.upstream_per_s.map_or(String::new(), |b| format!(" ({b:.1} blocks/s written)"));
         let _ = writeln!(
             notes,
-            "load {} events/s, every instrument ({} channels followed by the edge, {} s): offered {:.0} msg/s, \
-             published {:.0} msg/s, dropped {}; edge received {:.0} msg/s (gaps {}); nats-server: {:.0} B/msg in, {:.0} msg/s and {:.0} kB/s out; \
-             CPU per 10,000 msg/s (% of one core): publisher {:.1}, edge {:.1}, nats-server {:.1} (simulator {:.0} % \
-             of a core in all)",
+            "load {} {unit}{blocks}, every instrument ({} channels followed by the edge, {} s): offered {:.0} msg/s, \
+             published {:.0} msg/s, {sustained}; edge received {:.0} msg/s (gaps {}); nats-server: {:.0} B/msg in, \
+             {:.0} msg/s and {:.0} kB/s out; CPU per 10,000 msg/s (% of one core): publisher {:.1}, edge {:.1}, \
+             nats-server {:.1} (upstream {:.0} % of a core in all)",
             l.rate,
             l.channels,
             args.load_seconds,
             l.offered_per_s,
             l.published_per_s,
-            l.dropped,
             l.edge_received_per_s,
             l.edge_gaps,
             l.bytes_per_msg,
@@ -162,21 +325,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             l.publisher_cpu_per_10k,
             l.edge_cpu_per_10k,
             l.nats_cpu_per_10k,
-            l.sim_cpu_pct
+            l.upstream_cpu_pct
         );
     }
-    let summary = serde_json::json!({
-        "venue": format!("{:?}", args.venue).to_lowercase(),
+    let mut summary = serde_json::json!({
+        "venue": venue.name(),
         "clients": n,
         "via_nats_over_direct_p50": p50_factor,
         "via_nats_over_direct_p99": p99_factor,
+        "load_unit": unit,
         "load": loads.iter().map(LoadRun::json).collect::<Vec<_>>(),
     });
-    let series = vec![
-        Series::from_histogram("fanout_direct", &delay.direct),
-        Series::from_histogram("fanout_via_nats", &delay.via_nats).with_baseline_p50(d.p50),
+    let (direct_name, via_name) = venue.series();
+    let mut series = vec![
+        Series::from_histogram(direct_name, &delay.direct),
+        Series::from_histogram(via_name, &delay.via_nats).with_baseline_p50(d.p50),
     ];
-    let outcome = Outcome { title: "ticktrade bench bus (loopback)".into(), notes, series, summary: Some(summary) };
+    if let Some(slow) = &slow {
+        slow.report(venue, args.slow_seconds, &mut notes, &mut summary, &mut series);
+    }
+    let title = format!("ticktrade bench bus --venue {} (loopback)", venue.name());
+    let outcome = Outcome { title, notes, series, summary: Some(summary) };
     emit_outcome(outcome, &args.output)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -190,182 +359,10 @@ fn runtime(name: &str, threads: usize) -> anyhow::Result<Runtime> {
         .with_context(|| format!("starting the {name} runtime"))
 }
 
-/// A server and the runtime it runs on.
-struct Server {
-    rt: Runtime,
-    handle: ServeHandle,
-}
-
-impl Server {
-    fn start(name: &str, threads: u64, config: ServeConfig) -> anyhow::Result<Server> {
-        let rt = runtime(name, usize::try_from(threads).unwrap_or(2))?;
-        let handle = rt.block_on(ticktrade_serve::spawn(config)).with_context(|| format!("starting {name}"))?;
-        Ok(Server { rt, handle })
-    }
-
-    fn bus(&self) -> BusCounters {
-        self.rt.block_on(self.handle.totals()).and_then(|t| t.bus).unwrap_or_default()
-    }
-
-    fn stop(self) {
-        self.rt.block_on(self.handle.shutdown());
-        self.rt.shutdown_timeout(Duration::from_secs(1));
-    }
-}
-
-/// One venue's bus path on loopback: its upstream, a publisher, an edge, and for the delay
-/// run a direct server on the same upstream.
-struct Stack {
-    sim_rt: Runtime,
-    sim: SimHandle,
-    publisher: Server,
-    edge: Server,
-    direct: Option<Server>,
-}
-
-impl Stack {
-    /// `instruments`: served by the publisher (and the direct server); `None` = all.
-    fn start(
-        args: &Args,
-        nats: &NatsProcess,
-        rate: u32,
-        instruments: Option<Vec<String>>,
-        direct: bool,
-        clients: usize,
-    ) -> anyhow::Result<Stack> {
-        match args.venue {
-            Venue::Deribit => {
-                let sim_rt = runtime(SIM, 1)?;
-                let sim_config = SimConfig { rate_per_s: rate, ..SimConfig::default() };
-                let sim =
-                    sim_rt.block_on(ticktrade_sim::spawn_loopback(sim_config)).context("starting the simulator")?;
-                let bus = BusConfig::parse(&nats.url(), None, |_| None).context("the NATS URL")?;
-                let origins = Arc::new(BusOrigins::default());
-                let base = ServeConfig {
-                    instruments: instruments.clone(),
-                    max_connections: clients + 64,
-                    bus_origins: Some(Arc::clone(&origins)),
-                    ..ServeConfig::default()
-                };
-                let direct = direct
-                    .then(|| {
-                        let config = ServeConfig {
-                            upstream: UpstreamSource::Url(sim.ws_url()),
-                            bus_origins: None,
-                            ..base.clone()
-                        };
-                        Server::start(DIRECT, args.server_threads, config)
-                    })
-                    .transpose()?;
-                let config = ServeConfig {
-                    upstream: UpstreamSource::Url(sim.ws_url()),
-                    publish: Some(bus.clone()),
-                    ..base.clone()
-                };
-                let publisher = Server::start(PUBLISHER, args.server_threads, config)?;
-                let edge = Server::start(
-                    EDGE,
-                    args.server_threads,
-                    ServeConfig { upstream: UpstreamSource::Nats(bus), ..base },
-                )?;
-                Ok(Stack { sim_rt, sim, publisher, edge, direct })
-            }
-        }
-    }
-
-    /// The channel a delay-run client follows (every change, as fanned out).
-    fn delay_channel(args: &Args) -> String {
-        match args.venue {
-            Venue::Deribit => format!("book.{}.raw", args.instrument),
-        }
-    }
-
-    /// Every channel the publisher carries, as a client of the edge names it.
-    fn all_channels(&self, clients_rt: &Runtime, args: &Args) -> anyhow::Result<Vec<String>> {
-        match args.venue {
-            Venue::Deribit => {
-                let names = clients_rt.block_on(instrument_names(self.sim.ws_url()))?;
-                Ok(names
-                    .iter()
-                    .flat_map(|n| [format!("book.{n}.100ms"), format!("trades.{n}.100ms"), format!("ticker.{n}.100ms")])
-                    .collect())
-            }
-        }
-    }
-
-    fn stop(self) {
-        if let Some(direct) = self.direct {
-            direct.stop();
-        }
-        self.edge.stop();
-        self.publisher.stop();
-        self.sim_rt.block_on(self.sim.shutdown());
-        self.sim_rt.shutdown_timeout(Duration::from_secs(1));
-    }
-}
-
-/// The simulator's instrument names (`public/get_instruments`, every currency).
-async fn instrument_names(url: String) -> anyhow::Result<Vec<String>> {
-    let (mut ws, _) = tokio_tungstenite::connect_async(url.as_str()).await.context("connecting to the simulator")?;
-    let request = r#"{"jsonrpc":"2.0","id":1,"method":"public/get_instruments","params":{"currency":"any"}}"#;
-    ws.send(Message::text(request)).await.context("asking for instruments")?;
-    while let Some(msg) = ws.next().await {
-        let Message::Text(text) = msg.context("reading instruments")? else { continue };
-        if text.contains(r#""id":1"#) {
-            let specs = ticktrade_deribit_proto::instrument::parse_instruments_response(&text, 0)
-                .map_err(|e| anyhow::anyhow!("the simulator's instrument list: {e}"))?;
-            return Ok(specs.into_iter().map(|s| s.name).collect());
-        }
-    }
-    bail!("the simulator closed before listing its instruments")
-}
-
 /// Load clients' WebSocket settings: a 4 KiB read buffer (tungstenite's 128 KiB default is
 /// zeroed on every read, which with many clients in one process costs more than they read).
 fn client_config() -> WebSocketConfig {
     WebSocketConfig::default().read_buffer_size(4 << 10)
-}
-
-/// A client of `url` on `channels` that reads and discards; counts itself in `ready` at its
-/// first notification.
-async fn client(url: String, channels: Vec<String>, ready: Arc<AtomicUsize>) {
-    let connect = tokio_tungstenite::connect_async_with_config(url.as_str(), Some(client_config()), true);
-    let Ok((mut ws, _)) = connect.await else {
-        eprintln!("bench bus: a client could not connect to {url}");
-        return;
-    };
-    let sub = serde_json::json!({"jsonrpc":"2.0","id":1,"method":"public/subscribe","params":{"channels":channels}});
-    if ws.send(Message::text(sub.to_string())).await.is_err() {
-        return;
-    }
-    let mut first = true;
-    while let Some(Ok(msg)) = ws.next().await {
-        if first && matches!(&msg, Message::Text(t) if t.contains(r#""method":"subscription""#)) {
-            first = false;
-            ready.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Starts one client per channel list on `url`; returns their ready counter.
-fn start_clients(
-    rt: &Runtime,
-    url: &str,
-    lists: Vec<Vec<String>>,
-) -> (Arc<AtomicUsize>, Vec<tokio::task::JoinHandle<()>>) {
-    let ready = Arc::new(AtomicUsize::new(0));
-    let tasks = lists
-        .into_iter()
-        .enumerate()
-        .map(|(i, channels)| {
-            if i % 64 == 63 {
-                // Let the accept queue keep up.
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            rt.spawn(client(url.to_owned(), channels, Arc::clone(&ready)))
-        })
-        .collect();
-    (ready, tasks)
 }
 
 fn wait_ready(what: &str, ready: &AtomicUsize, n: usize, within: Duration) -> anyhow::Result<()> {
@@ -379,17 +376,9 @@ fn wait_ready(what: &str, ready: &AtomicUsize, n: usize, within: Duration) -> an
     Ok(())
 }
 
-/// The fan-out delays a server recorded, as a histogram.
-fn recorded(server: &Server) -> Histogram {
-    let mut h = Histogram::new();
-    for (ns, count) in server.handle.fanout_recorded() {
-        h.record_n(ns, count);
-    }
-    h
-}
-
 /// What the delay run measured.
 struct DelayRun {
+    instrument: String,
     direct: Histogram,
     via_nats: Histogram,
     /// Counters over the measured seconds.
@@ -398,29 +387,29 @@ struct DelayRun {
 }
 
 fn delay_run(args: &Args, nats: &NatsProcess, clients_rt: &Runtime, n: usize) -> anyhow::Result<DelayRun> {
-    let stack = Stack::start(args, nats, args.sim_rate, Some(vec![args.instrument.clone()]), true, n)?;
-    let channel = Stack::delay_channel(args);
-    let Some(direct) = &stack.direct else { bail!("the delay run has a direct server") };
-    let (direct_ready, direct_clients) =
-        start_clients(clients_rt, &direct.handle.ws_url(), vec![vec![channel.clone()]; n]);
-    let (edge_ready, edge_clients) = start_clients(clients_rt, &stack.edge.handle.ws_url(), vec![vec![channel]; n]);
-    wait_ready("direct server", &direct_ready, n, Duration::from_secs(60))?;
-    wait_ready("edge", &edge_ready, n, Duration::from_secs(60))?;
-    std::thread::sleep(Duration::from_secs(1));
-    let (pub0, edge0) = (stack.publisher.bus(), stack.edge.bus());
-    direct.handle.reset_fanout();
-    stack.edge.handle.reset_fanout();
-    std::thread::sleep(Duration::from_secs(args.seconds));
-    let run = DelayRun {
-        direct: recorded(direct),
-        via_nats: recorded(&stack.edge),
-        publisher: delta(stack.publisher.bus(), pub0),
-        edge: delta(stack.edge.bus(), edge0),
+    let (rate, instrument) = match args.venue {
+        Venue::Deribit => (args.sim_rate, args.instrument.clone().unwrap_or_else(|| "BTC-PERPETUAL".to_owned())),
+        Venue::Hl => (args.block_rate, args.instrument.clone().unwrap_or_else(|| "BTC".to_owned())),
     };
-    for task in direct_clients.into_iter().chain(edge_clients) {
-        task.abort();
-    }
-    stack.stop();
+    let mut stack = start_stack(args, nats, rate, true, n)?;
+    let measured = (|| {
+        stack.delay_clients(clients_rt, n)?;
+        std::thread::sleep(Duration::from_secs(1));
+        let (pub0, edge0) = (stack.publisher(), stack.edge());
+        stack.reset_delays();
+        std::thread::sleep(Duration::from_secs(args.seconds));
+        let (direct, via_nats) = stack.delays();
+        anyhow::Ok(DelayRun {
+            instrument,
+            direct,
+            via_nats,
+            publisher: delta(stack.publisher(), pub0),
+            edge: delta(stack.edge(), edge0),
+        })
+    })();
+    let stopped = stack.stop();
+    let run = measured?;
+    stopped?;
     if run.direct.is_empty() || run.via_nats.is_empty() {
         bail!("the delay run recorded no fan-out (direct {}, via NATS {})", run.direct.count(), run.via_nats.count());
     }
@@ -447,7 +436,10 @@ fn delta(b: BusCounters, a: BusCounters) -> BusCounters {
 /// What one load run measured.
 struct LoadRun {
     rate: u32,
+    unit: &'static str,
     channels: usize,
+    /// Upstream units (blocks) a second actually written, where counted.
+    upstream_per_s: Option<f64>,
     offered_per_s: f64,
     published_per_s: f64,
     dropped: u64,
@@ -459,17 +451,26 @@ struct LoadRun {
     publisher_cpu_per_10k: f64,
     edge_cpu_per_10k: f64,
     nats_cpu_per_10k: f64,
-    sim_cpu_pct: f64,
+    upstream_cpu_pct: f64,
 }
 
 impl LoadRun {
+    fn drop_pct(&self) -> f64 {
+        let published = self.published_per_s.max(0.0);
+        let offered = self.offered_per_s.max(published);
+        if offered > 0.0 { (offered - published) / offered * 100.0 } else { 0.0 }
+    }
+
     fn json(&self) -> serde_json::Value {
         serde_json::json!({
-            "sim_events_per_s": self.rate,
+            "rate": self.rate,
+            "unit": self.unit,
+            "upstream_per_s": self.upstream_per_s.map(round1),
             "channels": self.channels,
             "offered_msgs_per_s": self.offered_per_s.round(),
             "published_msgs_per_s": self.published_per_s.round(),
             "dropped": self.dropped,
+            "sustained": self.dropped == 0,
             "edge_received_msgs_per_s": self.edge_received_per_s.round(),
             "bytes_per_msg": self.bytes_per_msg.round(),
             "nats_out_msgs_per_s": self.nats_out_per_s.round(),
@@ -490,35 +491,41 @@ struct Sample {
     at: Instant,
     publisher: BusCounters,
     edge: BusCounters,
+    upstream: Option<u64>,
     varz: host::Varz,
+    /// Publisher, edge, nats-server, upstream.
     cpu: [u64; 4],
 }
 
-fn sample(stack: &Stack, nats: &NatsProcess) -> anyhow::Result<Sample> {
+fn sample(venue: Venue, stack: &dyn Stack, nats: &NatsProcess) -> anyhow::Result<Sample> {
     Ok(Sample {
         at: Instant::now(),
-        publisher: stack.publisher.bus(),
-        edge: stack.edge.bus(),
+        publisher: stack.publisher(),
+        edge: stack.edge(),
+        upstream: stack.upstream_units(),
         varz: nats.varz()?,
-        cpu: [threads_cpu_ns(PUBLISHER), threads_cpu_ns(EDGE), process_cpu_ns(nats.pid()), threads_cpu_ns(SIM)],
+        cpu: [
+            venue.publisher_threads().iter().map(|name| threads_cpu_ns(name)).sum(),
+            threads_cpu_ns(EDGE),
+            process_cpu_ns(nats.pid()),
+            threads_cpu_ns(UPSTREAM),
+        ],
     })
 }
 
 fn load_run(args: &Args, nats: &NatsProcess, clients_rt: &Runtime, rate: u32) -> anyhow::Result<LoadRun> {
-    let stack = Stack::start(args, nats, rate, None, false, 64)?;
-    let channels = stack.all_channels(clients_rt, args)?;
-    let lists: Vec<Vec<String>> = channels.chunks(CHANNELS_PER_CLIENT).map(<[String]>::to_vec).collect();
-    let n = lists.len();
-    let (ready, tasks) = start_clients(clients_rt, &stack.edge.handle.ws_url(), lists);
-    wait_ready("load clients", &ready, n, Duration::from_secs(60))?;
-    std::thread::sleep(Duration::from_secs(2));
-    let a = sample(&stack, nats)?;
-    std::thread::sleep(Duration::from_secs(args.load_seconds));
-    let b = sample(&stack, nats)?;
-    for task in tasks {
-        task.abort();
-    }
-    stack.stop();
+    let mut stack = start_stack(args, nats, rate, false, 64)?;
+    let measured = (|| {
+        let channels = stack.load_clients(clients_rt, false)?;
+        std::thread::sleep(Duration::from_secs(2));
+        let a = sample(args.venue, stack.as_ref(), nats)?;
+        std::thread::sleep(Duration::from_secs(args.load_seconds));
+        let b = sample(args.venue, stack.as_ref(), nats)?;
+        anyhow::Ok((channels, a, b))
+    })();
+    let stopped = stack.stop();
+    let (channels, a, b) = measured?;
+    stopped?;
 
     let secs = b.at.duration_since(a.at).as_secs_f64();
     let (publisher, edge) = (delta(b.publisher, a.publisher), delta(b.edge, a.edge));
@@ -532,7 +539,9 @@ fn load_run(args: &Args, nats: &NatsProcess, clients_rt: &Runtime, rate: u32) ->
     let in_msgs = b.varz.in_msgs.saturating_sub(a.varz.in_msgs);
     Ok(LoadRun {
         rate,
-        channels: channels.len(),
+        unit: args.venue.unit(),
+        channels,
+        upstream_per_s: a.upstream.zip(b.upstream).map(|(a, b)| b.saturating_sub(a) as f64 / secs),
         offered_per_s: (publisher.published + publisher.dropped) as f64 / secs,
         published_per_s,
         dropped: publisher.dropped,
@@ -544,6 +553,6 @@ fn load_run(args: &Args, nats: &NatsProcess, clients_rt: &Runtime, rate: u32) ->
         publisher_cpu_per_10k: per_10k(cpu(0), published_per_s),
         edge_cpu_per_10k: per_10k(cpu(1), edge_received_per_s),
         nats_cpu_per_10k: per_10k(cpu(2), published_per_s),
-        sim_cpu_pct: cpu(3) as f64 / (secs * 1e9) * 100.0,
+        upstream_cpu_pct: cpu(3) as f64 / (secs * 1e9) * 100.0,
     })
 }

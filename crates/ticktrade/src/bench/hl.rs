@@ -25,7 +25,7 @@
 //!   a notified reader) runs as its own pass afterwards.
 
 mod baseline;
-mod e2e;
+pub(crate) mod e2e;
 
 use std::process::ExitCode;
 

@@ -1,5 +1,6 @@
 //! What `bench bus` needs from the host: a `nats-server` process it starts and stops, the
-//! server's own counters (`/varz`), and CPU time per thread group and per process.
+//! server's own counters (`/varz`), a stalled subscriber (an edge that stopped reading), and
+//! CPU time per thread group and per process.
 //!
 //! CPU time is read from `/proc/<pid>/task/<tid>/schedstat`, whose first field is the
 //! nanoseconds the thread has run on a CPU (the scheduler's own account, finer than the 10 ms
@@ -7,7 +8,8 @@
 //! (`comm`) is exactly a runtime's thread name: each server runs on its own runtime with its
 //! own name, and everything it spawns (NATS client included) runs on it.
 //!
-//! Owns: finding the binary, the child process and its monitoring port, the `/proc` readers.
+//! Owns: finding the binary, the child process and its monitoring port, the stalled
+//! subscriber's socket, the `/proc` readers.
 //! Must not: measure latency (the servers record it).
 
 use std::io::{Read as _, Write as _};
@@ -23,7 +25,15 @@ pub(super) struct NatsProcess {
     child: Child,
     port: u16,
     monitor: u16,
+    /// Its configuration file, removed on drop.
+    config: PathBuf,
 }
+
+/// The server's configuration when publishers must not wait for slow subscribers: a
+/// subscriber more than 75 % of `max_pending` behind loses messages (an edge sees the gap and
+/// resyncs) instead of the server stalling every publisher that feeds it (its default, up to
+/// 10 ms a read; `docs/SCALING.md`).
+pub(super) const NO_PRODUCER_STALL: &str = "no_fast_producer_stall: true\n";
 
 /// The `nats-server` to run: `explicit`, else `$NATS_SERVER_BIN`, else `.tools/bin/nats-server`
 /// in the current directory or one above it (the project's pinned build), else `$PATH`.
@@ -57,17 +67,21 @@ fn free_port() -> anyhow::Result<u16> {
 }
 
 impl NatsProcess {
-    /// `nats-server -a 127.0.0.1 -p <free> -m <free>`, once it accepts connections.
-    pub(super) fn start(bin: &Path) -> anyhow::Result<NatsProcess> {
+    /// `nats-server -a 127.0.0.1 -p <free> -m <free> -c <file>`, once it accepts
+    /// connections; the file holds `config` (`NO_PRODUCER_STALL`, or empty for the defaults).
+    pub(super) fn start(bin: &Path, config: &str) -> anyhow::Result<NatsProcess> {
         let (port, monitor) = (free_port()?, free_port()?);
+        let file = std::env::temp_dir().join(format!("ticktrade-bench-bus-{}-{port}.conf", std::process::id()));
+        std::fs::write(&file, config).with_context(|| format!("writing {}", file.display()))?;
         let child = Command::new(bin)
-            .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-m", &monitor.to_string()])
+            .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-m", &monitor.to_string(), "-c"])
+            .arg(&file)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .with_context(|| format!("starting {}", bin.display()))?;
-        let mut process = NatsProcess { child, port, monitor };
+        let mut process = NatsProcess { child, port, monitor, config: file };
         let deadline = Instant::now() + Duration::from_secs(10);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             if let Some(status) = process.child.try_wait().context("nats-server status")? {
@@ -99,7 +113,59 @@ impl NatsProcess {
         let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
         let v: serde_json::Value = serde_json::from_str(body).context("/varz is not JSON")?;
         let n = |k: &str| v[k].as_u64().unwrap_or(0);
-        Ok(Varz { in_msgs: n("in_msgs"), out_msgs: n("out_msgs"), in_bytes: n("in_bytes"), out_bytes: n("out_bytes") })
+        Ok(Varz {
+            in_msgs: n("in_msgs"),
+            out_msgs: n("out_msgs"),
+            in_bytes: n("in_bytes"),
+            out_bytes: n("out_bytes"),
+            slow_consumers: n("slow_consumers"),
+            stalls: n("stalled_clients"),
+        })
+    }
+
+    /// A connection to this server that subscribes to every subject and never reads (see
+    /// [`Stalled`]).
+    pub(super) fn stalled(&self) -> anyhow::Result<Stalled> {
+        Stalled::connect(self.port)
+    }
+}
+
+/// A NATS client that subscribes to every subject (`>`) and then never reads its socket: an
+/// edge whose process stopped. Its receive buffer is made small (4 KiB asked) so that what
+/// it does not read piles up in `nats-server` (up to its 64 MiB `max_pending`, which then
+/// drops the client as a slow consumer; past 75 % of it the server stalls the publishers
+/// that feed it by up to 2 ms a message, 10 ms a read) rather than in the kernel. Closed on drop.
+pub(super) struct Stalled {
+    _tcp: TcpStream,
+}
+
+impl Stalled {
+    fn connect(port: u16) -> anyhow::Result<Stalled> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build().context("a runtime")?;
+        let tcp = runtime.block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.set_recv_buffer_size(4 << 10)?;
+            socket.connect(([127, 0, 0, 1], port).into()).await?.into_std()
+        });
+        let mut tcp = tcp.context("connecting the stalled subscriber")?;
+        tcp.set_nonblocking(false).context("blocking mode")?;
+        tcp.set_read_timeout(Some(Duration::from_secs(5))).context("read timeout")?;
+        tcp.write_all(
+            b"CONNECT {\"verbose\":false,\"pedantic\":false,\"name\":\"bench-stalled-edge\"}\r\nSUB > 1\r\nPING\r\n",
+        )
+        .context("subscribing the stalled subscriber")?;
+        // Read up to the PONG: the subscription is in place. Messages may come before it.
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !seen.windows(6).any(|w| w == b"PONG\r\n") {
+            let n = tcp.read(&mut buf).context("the stalled subscriber's PONG")?;
+            if n == 0 {
+                bail!("nats-server closed the stalled subscriber: {}", String::from_utf8_lossy(&seen));
+            }
+            seen.extend_from_slice(&buf[..n]);
+            anyhow::ensure!(seen.len() < 64 << 20, "no PONG in 64 MiB");
+        }
+        Ok(Stalled { _tcp: tcp })
     }
 }
 
@@ -107,6 +173,7 @@ impl Drop for NatsProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.config);
     }
 }
 
@@ -117,6 +184,10 @@ pub(super) struct Varz {
     pub out_msgs: u64,
     pub in_bytes: u64,
     pub out_bytes: u64,
+    /// Clients the server dropped as slow consumers.
+    pub slow_consumers: u64,
+    /// Times a publisher was stalled because a subscriber fell behind (`stalled_clients`).
+    pub stalls: u64,
 }
 
 /// Nanoseconds on CPU of one task (`…/task/<tid>/schedstat`, first field).
@@ -172,6 +243,43 @@ mod tests {
         assert!(process_cpu_ns(std::process::id()) >= ns);
         done_tx.send(()).unwrap();
         busy.join().unwrap();
+    }
+
+    /// Publishes 1 MiB chunks to a server with a stalled subscriber until the server drops it
+    /// (or 256 MiB); returns the server's counters and the MiB sent.
+    fn publish_past_a_stalled_subscriber(config: &str) -> (Varz, u32) {
+        let nats = NatsProcess::start(&nats_server_bin(None).unwrap(), config).unwrap();
+        let _stalled = nats.stalled().unwrap();
+        let mut publisher = TcpStream::connect(("127.0.0.1", nats.port)).unwrap();
+        publisher.write_all(b"CONNECT {\"verbose\":false}\r\n").unwrap();
+        let mut chunk = Vec::new();
+        for _ in 0..1024 {
+            chunk.extend_from_slice(b"PUB bench.x 1024\r\n");
+            chunk.extend_from_slice(&[b'x'; 1024]);
+            chunk.extend_from_slice(b"\r\n");
+        }
+        // 1 MiB a chunk: past the server's 64 MiB max_pending for the subscriber well before 256.
+        let mut sent = 0;
+        while nats.varz().unwrap().slow_consumers == 0 && sent < 256 {
+            for _ in 0..8 {
+                publisher.write_all(&chunk).unwrap();
+            }
+            sent += 8;
+        }
+        (nats.varz().unwrap(), sent)
+    }
+
+    #[test]
+    fn a_stalled_subscriber_piles_up_in_nats_server_until_it_is_dropped() {
+        // The server's defaults: the publisher is stalled for it, then it is dropped.
+        let (varz, sent) = publish_past_a_stalled_subscriber("");
+        assert_eq!(varz.slow_consumers, 1, "{varz:?} after {sent} MiB");
+        assert!(varz.stalls > 0, "the publisher was never stalled: {varz:?}");
+        assert!(sent >= 48, "dropped after {sent} MiB: it must have piled up to its max_pending first");
+        // With `NO_PRODUCER_STALL`: the subscriber loses messages instead; the publisher never waits.
+        let (varz, sent) = publish_past_a_stalled_subscriber(NO_PRODUCER_STALL);
+        assert_eq!(varz.stalls, 0, "{varz:?} after {sent} MiB");
+        assert!(varz.in_msgs > varz.out_msgs + 100_000, "the stalled subscriber got everything: {varz:?}");
     }
 
     #[test]

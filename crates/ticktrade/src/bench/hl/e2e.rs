@@ -35,7 +35,7 @@ pub struct E2e {
 
 type Written = Arc<Mutex<HashMap<u64, Instant>>>;
 
-fn frame_time(text: &str) -> Option<u64> {
+pub(crate) fn frame_time(text: &str) -> Option<u64> {
     let at = text.find("\"time\":")? + 7;
     let digits = &text[at..];
     let end = digits.find(|c: char| !c.is_ascii_digit())?;
