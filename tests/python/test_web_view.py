@@ -2,17 +2,21 @@
 by selenium): the page loads without console errors, its price ladder shows the book's best bid
 and ask exactly as the server quotes them (checked against `public/get_order_book` fetched by
 this test on the same change_id), and it keeps updating. A screenshot is kept at
-target/test-artifacts/web_view.png.
+target/test-artifacts/web_view.png. An edge's page shows its NATS bus going and coming back.
 
 chromium and chromium-driver are installed by tests/python/setup.sh when it runs as root; if
 they are missing this test fails (it does not skip).
 """
 
 import json
+import os
 import shutil
+import socket
+import subprocess
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import websocket
@@ -238,3 +242,71 @@ def test_web_view_resyncs_on_instrument_switch(serve, browser):
     assert browser.current_url.endswith("#" + other)
     logs = browser.get_log("browser")
     assert not severe(logs), f"console errors: {severe(logs)}"
+
+
+class NatsServer:
+    """The project's pinned nats-server (tests/nats/install.sh puts it in .tools/bin) on a free
+    loopback port, restartable on the same port."""
+
+    def __init__(self):
+        self.bin = os.environ.get("NATS_SERVER_BIN", str(ROOT / ".tools" / "bin" / "nats-server"))
+        if not Path(self.bin).exists():
+            pytest.fail(f"nats-server not found at {self.bin}: run tests/nats/install.sh")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            [self.bin, "-a", "127.0.0.1", "-p", str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+
+        def listening():
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return True
+            except OSError:
+                return False
+
+        wait_until(listening, timeout_s=10, what="nats-server to listen")
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    @property
+    def url(self):
+        return f"nats://127.0.0.1:{self.port}"
+
+
+def test_web_view_of_an_edge_shows_the_bus_going_and_coming_back(browser):
+    """An edge (`serve --upstream nats://…`) says on its page whether its NATS bus is connected:
+    DISCONNECTED while the server is down, connected again once it is back."""
+    nats = NatsServer()
+    ready = r"ws://127\.0\.0\.1:(\d+)/ws/api/v2"
+    publisher = Server(
+        ["serve", "--listen", "127.0.0.1:0", "--sim-rate", "200", "--publish", nats.url, "--stats-interval-s", "0"],
+        ready,
+    )
+    edge = Server(["serve", "--upstream", nats.url, "--listen", "127.0.0.1:0", "--stats-interval-s", "0"], ready)
+    try:
+        port = int(edge.match.group(1))
+        browser.get(f"http://127.0.0.1:{port}/")
+        meta = "return document.getElementById('clients-meta').textContent;"
+        wait_until(lambda: "NATS bus connected" in browser.execute_script(meta), what="the bus shown connected")
+        wait_until(lambda: browser.execute_script(PAGE_STATE)["ladderBid"], what="the edge's ladder")
+        nats.kill()
+        wait_until(lambda: "NATS bus DISCONNECTED" in browser.execute_script(meta), what="the bus shown gone")
+        nats.start()
+        wait_until(
+            lambda: "NATS bus connected" in browser.execute_script(meta), timeout_s=30, what="the bus shown back"
+        )
+        logs = browser.get_log("browser")
+        assert not severe(logs), f"console errors: {severe(logs)}"
+    finally:
+        edge.stop()
+        publisher.stop()
+        nats.kill()
+    assert "panicked" not in edge.output() + publisher.output()
