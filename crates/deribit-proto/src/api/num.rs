@@ -24,6 +24,13 @@ impl Num {
     pub fn parse(text: &str) -> Option<Num> {
         Decimal::parse(text).ok().map(Num)
     }
+
+    /// A JSON number's text, or a numeric string: query strings and some clients send numbers
+    /// as strings ("10").
+    fn from_json(text: &str) -> Option<Num> {
+        let text = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(text);
+        Num::parse(text)
+    }
 }
 
 impl Default for Num {
@@ -54,10 +61,7 @@ impl Serialize for Num {
 impl<'de> Deserialize<'de> for Num {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Num, D::Error> {
         let raw = Box::<RawValue>::deserialize(deserializer)?;
-        let text = raw.get();
-        // Query strings and some clients send numbers as strings ("10"); accept those too.
-        let text = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(text);
-        Decimal::parse(text).map(Num).map_err(|_| D::Error::custom("invalid format"))
+        Num::from_json(raw.get()).ok_or_else(|| D::Error::custom("invalid format"))
     }
 }
 
@@ -118,11 +122,9 @@ impl<'de> Deserialize<'de> for OrderPrice {
         if raw.get() == "\"market_price\"" {
             return Ok(OrderPrice::MarketPrice);
         }
-        let text = raw.get();
-        let text = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(text);
-        Decimal::parse(text)
-            .map(|d| OrderPrice::Value(Num(d)))
-            .map_err(|_| D::Error::custom("invalid format: expected a price or \"market_price\""))
+        Num::from_json(raw.get())
+            .map(OrderPrice::Value)
+            .ok_or_else(|| D::Error::custom("invalid format: expected a price or \"market_price\""))
     }
 }
 
