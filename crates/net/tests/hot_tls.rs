@@ -161,3 +161,128 @@ fn tls_allocations_per_round_trip_are_rustls_own() {
     println!("allocations per round trip over TLS: {per_round_trip}");
     assert!(per_round_trip <= MAX_TLS_ALLOCS_PER_ROUND_TRIP as f64, "{per_round_trip} per round trip");
 }
+
+/// Busy polling: reads return `WouldBlock` instead of waiting, and a write still hands every
+/// byte to the kernel before returning, over TLS as over plain TCP. 200 requests of 30 KiB
+/// (under the venue's 32 KiB limit; 6 MiB in all, more than the socket takes before the venue
+/// has read some) go out in a burst, and every answer comes back.
+fn busy_round_trips(tls: bool) {
+    let (_runtime, sim) = sim(tls);
+    let roots = tls.then(|| root_file(&sim, "busy"));
+    let scheme = if tls { "wss" } else { "ws" };
+    let url = format!("{scheme}://localhost:{}/ws/api/v2", sim.addr().port());
+    let options = HotOptions { roots: roots.clone().map_or(TlsRoots::Webpki, TlsRoots::File), ..HotOptions::default() };
+    let (mut stream, mut reader) = hot::connect(&url, &options).unwrap();
+    stream.set_busy_poll(true).unwrap();
+    assert!(stream.is_busy_poll());
+    let mut writer = WsWriter::new(Role::Client, 1 << 20, 11);
+    let padding = "x".repeat(30 * 1024);
+    const BURST: u64 = 200;
+    for id in 0..BURST {
+        let request = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"public/test","params":{{"pad":"{padding}"}}}}"#);
+        writer.frame_of(Opcode::Text, request.as_bytes());
+        writer.write_to(&mut stream).unwrap();
+    }
+    let (mut answered, mut would_block) = (0u64, 0u64);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while answered < BURST {
+        assert!(Instant::now() < deadline, "{answered} of {BURST} answers");
+        while let Some(message) = reader.next_message().unwrap() {
+            let value: serde_json::Value = serde_json::from_slice(message.payload).unwrap();
+            assert_eq!(value["id"], answered, "answers in order: {value}");
+            answered += 1;
+        }
+        match reader.fill(&mut stream) {
+            Ok(_) => {}
+            Err(ticktrade_net::frame::WsError::Io(std::io::ErrorKind::WouldBlock)) => would_block += 1,
+            Err(e) => panic!("read failed: {e}"),
+        }
+    }
+    assert!(would_block > 0, "a busy read never returned WouldBlock");
+    if let Some(roots) = roots {
+        std::fs::remove_file(roots).unwrap();
+    }
+}
+
+#[test]
+fn busy_polling_reads_never_wait_and_writes_complete_plain() {
+    busy_round_trips(false);
+}
+
+#[test]
+fn busy_polling_reads_never_wait_and_writes_complete_over_tls() {
+    busy_round_trips(true);
+}
+
+/// A venue that accepts one connection (over TLS with a fresh self-signed certificate, or
+/// plain), completes the upgrade, reads nothing for `stall`, then reads to the end. Returns
+/// the port, the root to trust, and the bytes it read after the upgrade.
+fn stalling_venue(tls: bool, stall: Duration) -> (u16, std::path::PathBuf, std::thread::JoinHandle<Vec<u8>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let root = std::env::temp_dir().join(format!("ticktrade-hot-stall-{}-{tls}.pem", std::process::id()));
+    std::fs::write(&root, certified.cert.pem()).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
+    let config =
+        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![certified.cert.der().clone()], key)
+            .unwrap();
+    let handle = std::thread::spawn(move || {
+        let (tcp, _) = listener.accept().unwrap();
+        let mut read = Vec::new();
+        let mut drain = |stream: &mut dyn std::io::Read| {
+            std::thread::sleep(stall);
+            // The client closes when it is done writing.
+            let _ = stream.read_to_end(&mut read);
+        };
+        if tls {
+            let conn = rustls::ServerConnection::new(std::sync::Arc::new(config)).unwrap();
+            let mut stream = rustls::StreamOwned::new(conn, tcp);
+            ticktrade_net::handshake::server(&mut stream).unwrap();
+            drain(&mut stream);
+        } else {
+            let mut stream = tcp;
+            ticktrade_net::handshake::server(&mut stream).unwrap();
+            drain(&mut stream);
+        }
+        read
+    });
+    (port, root, handle)
+}
+
+/// A busy-polling write larger than the socket buffers while the venue is not reading: it
+/// spins until the venue drains, and every byte arrives in order, over TLS and plain.
+fn busy_write_outlasts_a_full_socket(tls: bool) {
+    use std::io::Write as _;
+    let stall = Duration::from_millis(300);
+    let (port, root, venue) = stalling_venue(tls, stall);
+    let scheme = if tls { "wss" } else { "ws" };
+    let options = HotOptions { roots: TlsRoots::File(root.clone()), ..HotOptions::default() };
+    let (mut stream, _reader) = hot::connect(&format!("{scheme}://localhost:{port}/ws"), &options).unwrap();
+    stream.set_busy_poll(true).unwrap();
+    let sent: Vec<u8> = (0..32u32 << 20).map(|i| (i % 251) as u8).collect();
+    let started = Instant::now();
+    stream.write_all(&sent).unwrap();
+    stream.flush().unwrap();
+    let took = started.elapsed();
+    stream.tcp().shutdown(std::net::Shutdown::Write).unwrap();
+    let read = venue.join().unwrap();
+    std::fs::remove_file(root).unwrap();
+    assert!(took >= stall / 2, "32 MiB went into the socket in {took:?} while nobody read");
+    assert_eq!(read.len(), sent.len());
+    assert!(read == sent, "bytes arrived out of order or changed");
+}
+
+#[test]
+fn a_busy_write_waits_out_a_full_socket_plain() {
+    busy_write_outlasts_a_full_socket(false);
+}
+
+#[test]
+fn a_busy_write_waits_out_a_full_socket_over_tls() {
+    busy_write_outlasts_a_full_socket(true);
+}
