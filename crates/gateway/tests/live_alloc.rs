@@ -2,7 +2,8 @@
 //! each decoded, applied and shown to the built-in market maker, whose edits go out through
 //! the risk checks and come back as results, `user.orders` and `user.trades` notifications
 //! (fills), all counted by the testkit's per-thread allocator on the session's thread. Over
-//! TLS the same run counts rustls's own allocations per frame.
+//! TLS the same run counts rustls's own allocations per frame. A busy-polling session
+//! (`run --busy-poll`) is counted too: its empty reads and yields must not allocate either.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -30,12 +31,25 @@ struct Counted {
 /// sessions into slow-consumer disconnects.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn run(tls: bool) -> Counted {
+/// How a counted run connects and reads.
+#[derive(Clone, Copy)]
+struct Mode {
+    tls: bool,
+    busy_poll: bool,
+    /// The simulator's market events a second.
+    rate_per_s: u32,
+    frames: u64,
+}
+
+const PLAIN: Mode = Mode { tls: false, busy_poll: false, rate_per_s: 25_000, frames: FRAMES };
+
+fn run(mode: Mode) -> Counted {
+    let Mode { tls, busy_poll, rate_per_s, frames } = mode;
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cert = dir.path().join("sim.pem");
-    let mut config = ticktrade_sim::SimConfig { rate_per_s: 25_000, seed: 5, ..Default::default() };
+    let mut config = ticktrade_sim::SimConfig { rate_per_s, seed: 5, ..Default::default() };
     if tls {
         config.tls = Some(ticktrade_sim::TlsSource::SelfSigned);
     }
@@ -80,6 +94,7 @@ fn run(tls: bool) -> Counted {
         Some(Credentials { client_id: key.client_id, client_secret: Secret::new(key.client_secret.expose()) });
     live_config.rate_limits = ticktrade_deribit_proto::ratelimit::RateLimits::default();
     live_config.status_every = Some(Duration::from_millis(200));
+    live_config.busy_poll = busy_poll;
     let observer = live::spawn_observer(ObserverConfig {
         journal: Some(dir.path().join("journal.jsonl")),
         status: false,
@@ -92,12 +107,12 @@ fn run(tls: bool) -> Counted {
         Session::new(live_config, builtin, parts, outbox, Some(observer.journal), Some(observer.stamps), stop.clone());
     session.start().unwrap();
     // Warm up: live, and enough frames for every buffer to reach its working size.
-    while !(session.is_live() && session.stats().book_frames > 20_000) {
+    while !(session.is_live() && session.stats().book_frames > frames / 5) {
         assert!(!session.poll().unwrap(), "ended while warming up");
     }
     let before = (session.stats(), session.runner().strategy().fills);
     let ((), counted) = ALLOC.measure(|| {
-        while session.stats().book_frames < before.0.book_frames + FRAMES {
+        while session.stats().book_frames < before.0.book_frames + frames {
             if session.poll().unwrap() {
                 break;
             }
@@ -123,7 +138,7 @@ fn run(tls: bool) -> Counted {
 
 #[test]
 fn the_live_session_allocates_nothing_over_plain_ws() {
-    let counted = run(false);
+    let counted = run(PLAIN);
     assert!(counted.frames >= FRAMES);
     // The venue's credits (tier 2: 20 matching requests a second) bound how much it trades.
     assert!(counted.edits_and_places >= 20, "the strategy hardly traded: {}", counted.edits_and_places);
@@ -134,7 +149,7 @@ fn the_live_session_allocates_nothing_over_plain_ws() {
 
 #[test]
 fn over_tls_only_rustls_allocates() {
-    let counted = run(true);
+    let counted = run(Mode { tls: true, ..PLAIN });
     assert!(counted.frames >= FRAMES);
     assert!(counted.edits_and_places >= 20);
     // rustls's buffered API allocates per record it receives and per write; nothing else does
@@ -143,4 +158,15 @@ fn over_tls_only_rustls_allocates() {
     let per_frame = counted.allocations as f64 / counted.frames as f64;
     eprintln!("TLS: {} allocations over {} frames ({per_frame:.2} per frame)", counted.allocations, counted.frames);
     assert!(per_frame < 3.0, "{per_frame} allocations per frame");
+}
+
+#[test]
+fn busy_polling_allocates_nothing() {
+    // A lower market rate than the blocking runs: the spinning session keeps one of a
+    // two-core host's vCPUs, and the simulator must still keep up on the other.
+    let counted = run(Mode { busy_poll: true, rate_per_s: 10_000, frames: 30_000, ..PLAIN });
+    assert!(counted.frames >= 30_000);
+    assert!(counted.edits_and_places >= 10, "the strategy hardly traded: {}", counted.edits_and_places);
+    assert!(counted.reports >= 10, "hardly any acknowledgement: {}", counted.reports);
+    assert_eq!(counted.allocations, 0, "allocations over {} frames", counted.frames);
 }

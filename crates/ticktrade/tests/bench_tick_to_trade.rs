@@ -45,6 +45,14 @@ fn closed_loop_is_the_default_and_sleep_pacing_remains() {
     assert_eq!(series["tick_to_trade"]["count"], 200);
     assert_eq!(series["tick_to_trade_tls"]["count"], 200);
     assert!(series["write_floor_tls"]["count"].as_u64().unwrap() > 0);
+
+    // Busy polling answers every tick too, over plain and TLS.
+    let (series, notes) =
+        bench(&["--ticks", "200", "--no-baseline", "--busy-poll", "--tls", "--reply-timeout-us", "2000000"]);
+    assert!(notes.contains("busy-polling reads"), "{notes}");
+    assert!(notes.contains("plain: places 1 edits 199 rejects 0 (venue saw 200 orders, waits timed out 0)"), "{notes}");
+    assert_eq!(series["tick_to_trade"]["count"], 200);
+    assert_eq!(series["tick_to_trade_tls"]["count"], 200);
 }
 
 #[test]

@@ -220,6 +220,18 @@ fn quote_on_a_plain_simulator_leaves_nothing_behind() {
 }
 
 #[test]
+fn busy_polling_over_tls_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path(), true, &[]);
+    let mut command = run_args(&sim, dir.path(), "quote");
+    let output = command.args(["--duration", "4", "--busy-poll"]).output().unwrap();
+    assert!(text(&output).contains("busy polling"), "the banner names the read mode: {}", text(&output));
+    check_venue_agrees(&sim, dir.path(), &output);
+    let entries = journal(dir.path());
+    assert!(entries.iter().any(|e| e["event"] == "sent" && e["request"] == "place"), "no order sent");
+}
+
+#[test]
 fn take_over_tls_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let sim = Sim::start(dir.path(), true, &[]);

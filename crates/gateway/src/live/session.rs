@@ -145,7 +145,14 @@ struct Conn {
     stream: HotStream,
     reader: WsReader,
     t0: RawTicks,
+    /// Busy polling: reads that found nothing since the last yield.
+    idle_polls: u32,
 }
+
+/// Busy polling yields the vCPU after this many empty reads (a few hundred microseconds), so
+/// a thread that shares it (the embedded venue, a recorder) is never starved; with nothing
+/// else runnable the yield returns at once.
+const IDLE_POLLS_PER_YIELD: u32 = 1024;
 
 /// `bench tick-to-trade`'s floor probe: on [`FLOOR_PROBE`](crate::hot::FLOOR_PROBE) the session
 /// writes its last order's bytes again and times only that write (`write_floor`).
@@ -350,31 +357,60 @@ impl<S: Strategy> Session<S> {
         let core = &mut self.core;
         let mut order_stamps = None;
         let mut lost: Option<&'static str> = None;
-        match conn.reader.next_message() {
-            Ok(Some(message)) => match message.opcode {
-                Opcode::Text if self.floor.is_some() && message.payload == crate::hot::FLOOR_PROBE => {
-                    if let Some(floor) = self.floor.as_mut() {
-                        floor_write(floor, conn, &core.clock);
+        // A read that brings bytes is followed at once by the message it completed: nothing
+        // (housekeeping included) runs between t0 and the decode.
+        let mut filled = false;
+        loop {
+            match conn.reader.next_message() {
+                Ok(Some(message)) => {
+                    match message.opcode {
+                        Opcode::Text if self.floor.is_some() && message.payload == crate::hot::FLOOR_PROBE => {
+                            if let Some(floor) = self.floor.as_mut() {
+                                floor_write(floor, conn, &core.clock);
+                            }
+                        }
+                        Opcode::Text | Opcode::Binary => order_stamps = core.on_text(message.payload, conn.t0),
+                        Opcode::Ping => {
+                            core.writer.frame_of(Opcode::Pong, message.payload);
+                            core.wire.extend_from_slice(core.writer.frame());
+                        }
+                        Opcode::Close => lost = Some("the venue closed the connection"),
+                        Opcode::Pong | Opcode::Continuation => {}
                     }
+                    break;
                 }
-                Opcode::Text | Opcode::Binary => order_stamps = core.on_text(message.payload, conn.t0),
-                Opcode::Ping => {
-                    core.writer.frame_of(Opcode::Pong, message.payload);
-                    core.wire.extend_from_slice(core.writer.frame());
+                Ok(None) if filled => break,
+                Ok(None) => match conn.reader.fill(&mut conn.stream) {
+                    Ok(_) => {
+                        conn.t0 = core.clock.raw();
+                        core.last_recv = core.clock.to_mono(conn.t0);
+                        conn.idle_polls = 0;
+                        filled = true;
+                    }
+                    Err(WsError::Io(std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)) => {
+                        if conn.stream.is_busy_poll() {
+                            conn.idle_polls += 1;
+                            if conn.idle_polls >= IDLE_POLLS_PER_YIELD {
+                                conn.idle_polls = 0;
+                                std::thread::yield_now();
+                            }
+                        }
+                        break;
+                    }
+                    Err(WsError::Eof) => {
+                        lost = Some("the venue closed the TCP connection");
+                        break;
+                    }
+                    Err(_) => {
+                        lost = Some("read error");
+                        break;
+                    }
+                },
+                Err(_) => {
+                    lost = Some("WebSocket protocol error");
+                    break;
                 }
-                Opcode::Close => lost = Some("the venue closed the connection"),
-                Opcode::Pong | Opcode::Continuation => {}
-            },
-            Ok(None) => match conn.reader.fill(&mut conn.stream) {
-                Ok(_) => {
-                    conn.t0 = core.clock.raw();
-                    core.last_recv = core.clock.to_mono(conn.t0);
-                }
-                Err(WsError::Io(std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)) => {}
-                Err(WsError::Eof) => lost = Some("the venue closed the TCP connection"),
-                Err(_) => lost = Some("read error"),
-            },
-            Err(_) => lost = Some("WebSocket protocol error"),
+            }
         }
         if lost.is_none() && !core.wire.is_empty() {
             let written = std::io::Write::write_all(&mut conn.stream, &core.wire);
@@ -412,14 +448,17 @@ impl<S: Strategy> Session<S> {
     /// Connects, sets the read timeout, and starts the handshake.
     fn connect(&mut self) -> Result<(), LiveError> {
         let url = self.core.config.url.clone();
-        let (stream, reader) = ticktrade_net::hot::connect(&url, &self.core.config.connect)
+        let (mut stream, reader) = ticktrade_net::hot::connect(&url, &self.core.config.connect)
             .map_err(|source| LiveError::Connect { url: url.clone(), source })?;
-        stream
-            .tcp()
-            .set_read_timeout(Some(self.core.config.poll.max(Duration::from_millis(1))))
-            .map_err(|e| LiveError::Setup(format!("setting the read timeout: {e}")))?;
+        match self.core.config.busy_poll {
+            true => stream.set_busy_poll(true).map_err(|e| LiveError::Setup(format!("setting busy polling: {e}")))?,
+            false => stream
+                .tcp()
+                .set_read_timeout(Some(self.core.config.poll.max(Duration::from_millis(1))))
+                .map_err(|e| LiveError::Setup(format!("setting the read timeout: {e}")))?,
+        }
         let t0 = self.core.clock.raw();
-        self.conn = Some(Conn { stream, reader, t0 });
+        self.conn = Some(Conn { stream, reader, t0, idle_polls: 0 });
         self.core.stats.connects += 1;
         self.core.on_connect();
         if let Some(conn) = self.conn.as_mut()

@@ -100,6 +100,10 @@ pub struct Args {
     /// docs/PERFORMANCE.md).
     #[arg(long)]
     pub exchange_core: Option<usize>,
+    /// The session polls its socket in a loop instead of blocking (`ticktrade run
+    /// --busy-poll`): one vCPU stays busy, and each frame finds the loop's caches warm.
+    #[arg(long)]
+    pub busy_poll: bool,
     /// Skip the plain baseline (for profiling the hot loop alone).
     #[arg(long)]
     pub no_baseline: bool,
@@ -195,6 +199,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         pin_core: args.pin_core,
         pause: pacing.pace,
         gap: pacing.gap,
+        busy_poll: args.busy_poll,
     };
     let plain = session::run(&spec, &feed, &clock, options)?;
     let risk_off = session::run(&spec, &feed, &clock, session::RunOptions { risk: false, ..options })?;
@@ -227,7 +232,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         pacing.describe(),
         args.every,
         if args.tls { ", plain then TLS" } else { "" },
-        "blocking",
+        if args.busy_poll { "busy-polling" } else { "blocking" },
         match (args.pin_core, plain.pinned) {
             (Some(core), true) => format!(", pinned to core {core}"),
             (Some(core), false) => format!(", pinning to core {core} FAILED"),
@@ -279,6 +284,7 @@ fn run_sim(args: &Args, spec: &ticktrade_core::InstrumentSpec) -> anyhow::Result
         pin_core: args.pin_core,
         pause: Pace::Reply,
         gap: Duration::ZERO,
+        busy_poll: args.busy_poll,
     };
     let plain = sim::run(spec, args.ticks, args.sim_rate, options)?;
     let tls = if args.tls {

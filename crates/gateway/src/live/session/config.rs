@@ -29,6 +29,9 @@ pub struct LiveConfig {
     pub timer: Duration,
     /// Longest blocking read before housekeeping runs on a quiet connection.
     pub poll: Duration,
+    /// Never block in a read: poll the socket in a loop (`run --busy-poll`). The thread keeps
+    /// its vCPU and its caches, and a frame is handled as soon as it lands.
+    pub busy_poll: bool,
     pub reconnect_base: Duration,
     pub reconnect_max: Duration,
     /// How long stopping may take before the session gives up and reports what is left.
@@ -57,6 +60,7 @@ impl LiveConfig {
             rate_limits: RateLimits::client_default(),
             timer: Duration::from_millis(100),
             poll: Duration::from_millis(20),
+            busy_poll: false,
             reconnect_base: Duration::from_millis(100),
             reconnect_max: Duration::from_secs(5),
             shutdown_timeout: Duration::from_secs(10),

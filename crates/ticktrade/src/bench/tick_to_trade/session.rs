@@ -79,6 +79,8 @@ pub(crate) struct RunOptions {
     pub(crate) pin_core: Option<usize>,
     pub(crate) pause: super::exchange::Pace,
     pub(crate) gap: Duration,
+    /// The session polls its socket in a loop (`run --busy-poll`).
+    pub(crate) busy_poll: bool,
 }
 
 /// One run against the in-process venue, which publishes `feed` closed-loop.
@@ -199,5 +201,6 @@ pub(crate) fn new_session(
     live.status_every = None;
     live.stale_after = Duration::from_secs(3600);
     live.stop_after_orders = target.stop_after_orders;
+    live.busy_poll = options.busy_poll;
     Ok(Session::new(live, strategy, parts, outbox, None, Some(stamps), stop))
 }
