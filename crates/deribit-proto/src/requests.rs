@@ -129,6 +129,52 @@ pub fn subscribe<'c>(out: &mut Vec<u8>, id: u64, scope: Scope, channels: impl In
     });
 }
 
+/// The largest request a Deribit venue takes: a WebSocket frame or HTTP body over 32 kB is
+/// refused with -32600 "request entity too large" (the simulator enforces the same).
+pub const MAX_REQUEST_BYTES: usize = 32 * 1024;
+
+/// Room for a (un)subscribe request's envelope around its channel list: `{"jsonrpc":"2.0",
+/// "id":<u64>,"method":"private/unsubscribe","params":{"channels":[` … `]}}`.
+const SUBSCRIBE_ENVELOPE_BYTES: usize = 128;
+
+/// Splits `channels` into runs whose `(un)subscribe` request stays within
+/// [`MAX_REQUEST_BYTES`], in order. A subscriber of every instrument's channels (a few
+/// thousand names) would otherwise send one request the venue refuses whole. A single name
+/// too long for any request gets a run of its own (the venue's refusal then names it).
+pub fn channel_batches<S: AsRef<str>>(channels: &[S]) -> impl Iterator<Item = &[S]> {
+    let budget = MAX_REQUEST_BYTES - SUBSCRIBE_ENVELOPE_BYTES;
+    let mut rest = channels;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut used = 0;
+        let mut n = 0;
+        for channel in rest {
+            let cost = json_string_len(channel.as_ref()) + 1;
+            if n > 0 && used + cost > budget {
+                break;
+            }
+            used += cost;
+            n += 1;
+        }
+        let (run, tail) = rest.split_at(n);
+        rest = tail;
+        Some(run)
+    })
+}
+
+/// Bytes of `s` as a JSON string, quotes included (exact for `"` and `\`, an upper bound
+/// for control characters, which may take `\u00XX`).
+fn json_string_len(s: &str) -> usize {
+    let escaped = |b: u8| match b {
+        b'"' | b'\\' => 1,
+        0..0x20 => 5,
+        _ => 0,
+    };
+    2 + s.len() + s.bytes().map(escaped).sum::<usize>()
+}
+
 /// `private/get_open_orders_by_instrument` (all order types).
 pub fn get_open_orders_by_instrument(out: &mut Vec<u8>, id: u64, instrument: &str) {
     encode_request(out, id, "private/get_open_orders_by_instrument", |p| {
@@ -221,5 +267,43 @@ mod tests {
         let text = text(&out);
         assert!(!text.contains("AMANDASECRECT"));
         assert!(text.contains(r#""signature":"56590594f97921b09b18f166befe0d1319b198bbcdad7ca73382de2f88fe9aa1""#));
+    }
+
+    proptest::proptest! {
+        /// Every run's request fits the venue's limit (with the largest id and the longer
+        /// method), the runs cover every channel once and in order, and a run is cut only
+        /// where the next channel would not fit.
+        #[test]
+        fn channel_batches_fit_the_request_limit(
+            names in proptest::collection::vec("[a-zA-Z0-9._\\-\"\\\\]{1,80}", 0..3000)
+        ) {
+            let mut seen = Vec::new();
+            let mut out = Vec::new();
+            let batches: Vec<&[String]> = channel_batches(&names).collect();
+            for (i, run) in batches.iter().enumerate() {
+                proptest::prop_assert!(!run.is_empty());
+                out.clear();
+                subscribe(&mut out, u64::MAX, Scope::Private, run.iter().map(String::as_str));
+                let unsubscribe_len = out.len() + 2;
+                proptest::prop_assert!(unsubscribe_len <= MAX_REQUEST_BYTES, "{} bytes", unsubscribe_len);
+                if let Some(next) = batches.get(i + 1) {
+                    out.clear();
+                    let grown = run.iter().chain(&next[..1]).map(String::as_str);
+                    subscribe(&mut out, 1, Scope::Public, grown);
+                    proptest::prop_assert!(out.len() > MAX_REQUEST_BYTES - SUBSCRIBE_ENVELOPE_BYTES);
+                }
+                seen.extend(run.iter().cloned());
+            }
+            proptest::prop_assert_eq!(seen, names);
+        }
+    }
+
+    #[test]
+    fn every_channel_of_a_large_venue_goes_out_in_requests_it_accepts() {
+        // 354 instruments × book, trades and ticker: one request would be ≈36 kB.
+        let names: Vec<String> = (0..1062).map(|i| format!("ticker.BTC-11DEC26-{:05}-C.100ms", i)).collect();
+        let batches: Vec<&[String]> = channel_batches(&names).collect();
+        assert_eq!(batches.len(), 2, "{:?}", batches.iter().map(|b| b.len()).collect::<Vec<_>>());
+        assert_eq!(batches.iter().map(|b| b.len()).sum::<usize>(), 1062);
     }
 }

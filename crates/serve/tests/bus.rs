@@ -383,20 +383,35 @@ async fn instruments(sim: &SimHandle) -> Vec<String> {
     reply["result"].as_array().unwrap().iter().map(|i| i["instrument_name"].as_str().unwrap().to_owned()).collect()
 }
 
-/// A client of `serve` subscribed to every instrument's book, trades and ticker, its frames
-/// read and dropped by a task of its own (abort it at the end): the edge's NATS connection
-/// then carries everything the publisher sends.
+/// Clients of `serve` subscribed to every instrument's book, trades and ticker, their frames
+/// read and dropped by a task of their own (abort it at the end): the edge's NATS connection
+/// then carries everything the publisher sends. Several clients, since serve takes up to
+/// `max_subscriptions` channels a connection.
 async fn firehose(serve: &ServeHandle, instruments: &[String]) -> tokio::task::JoinHandle<()> {
-    let mut ws = WsClient::connect(&serve.ws_url()).await;
     let channels: Vec<String> = instruments
         .iter()
         .flat_map(|i| [format!("book.{i}.100ms"), format!("trades.{i}.100ms"), format!("ticker.{i}.100ms")])
         .collect();
-    let reply = ws.call("public/subscribe", json!({ "channels": channels })).await;
-    assert_eq!(reply["result"].as_array().unwrap().len(), channels.len(), "{reply}");
-    // A frozen edge sends nothing for a while: no deadline on this reader.
-    ws.set_wait(Duration::from_secs(3600));
-    tokio::spawn(async move { while ws.next_text().await.is_some() {} })
+    let per_client = ServeConfig::default().max_subscriptions;
+    let mut clients = Vec::new();
+    for share in channels.chunks(per_client) {
+        let mut ws = WsClient::connect(&serve.ws_url()).await;
+        // In runs that fit the venue's request limit, as a client of Deribit must.
+        for run in ticktrade_deribit_proto::requests::channel_batches(share) {
+            let reply = ws.call("public/subscribe", json!({ "channels": run })).await;
+            assert_eq!(reply["result"].as_array().map(Vec::len), Some(run.len()), "{reply}");
+        }
+        // A frozen edge sends nothing for a while: no deadline on these readers.
+        ws.set_wait(Duration::from_secs(3600));
+        clients.push(ws);
+    }
+    let frames = futures_util::stream::select_all(clients.into_iter().map(|ws| {
+        Box::pin(futures_util::stream::unfold(ws, |mut ws| async move { ws.next_text().await.map(|t| (t, ws)) }))
+    }));
+    tokio::spawn(async move {
+        use futures_util::StreamExt as _;
+        frames.for_each(|_| async {}).await;
+    })
 }
 
 /// Whether the NATS server closed the connection named `name` as a slow consumer.

@@ -37,8 +37,7 @@ use ticktrade_deribit_proto::ratelimit::{Class, Credits, RateLimits, class_of};
 
 /// Deribit's API version string, as `public/test` and `public/hello` report it.
 pub const API_VERSION: &str = "1.2.26";
-/// Largest request Deribit accepts (frame or body); larger → `-32600`.
-pub const MAX_REQUEST_BYTES: usize = 32 * 1024;
+pub use ticktrade_deribit_proto::requests::MAX_REQUEST_BYTES;
 
 /// State shared by every connection.
 pub struct Shared {

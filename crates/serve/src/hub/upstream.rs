@@ -26,8 +26,12 @@ impl Hub {
             return;
         }
         let method = if subscribe { "public/subscribe" } else { "public/unsubscribe" };
-        let params = serde_json::json!({ "channels": channels }).to_string();
-        self.send_upstream(method, &params, Pending::Ignore);
+        // Every instrument's channels in one request can pass the venue's request limit (it
+        // would refuse them all): one request per run that fits.
+        for run in ticktrade_deribit_proto::requests::channel_batches(channels) {
+            let params = serde_json::json!({ "channels": run }).to_string();
+            self.send_upstream(method, &params, Pending::Ignore);
+        }
     }
 
     pub(super) fn on_connected(&mut self) {
