@@ -8,26 +8,21 @@
 //! (`comm`) is exactly a runtime's thread name: each server runs on its own runtime with its
 //! own name, and everything it spawns (NATS client included) runs on it.
 //!
-//! Owns: finding the binary, the child process and its monitoring port, the stalled
-//! subscriber's socket, the `/proc` readers.
+//! Owns: the run's server configuration and counters (`/varz`), the stalled subscriber's
+//! socket, the `/proc` readers. The process itself (binary search, start, monitoring port,
+//! kill) is `ticktrade_nats_process`'s, shared with the bus tests.
 //! Must not: measure latency (the servers record it).
 
 use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 
-/// A `nats-server` child on loopback, killed and reaped on drop.
-pub(super) struct NatsProcess {
-    child: Child,
-    port: u16,
-    monitor: u16,
-    /// Its configuration file, removed on drop.
-    config: PathBuf,
-}
+/// The run's `nats-server` (`ticktrade_nats_process`, with a configuration file and a
+/// monitoring port), killed and reaped on drop.
+pub(super) struct NatsProcess(ticktrade_nats_process::NatsProcess);
 
 /// The server's configuration when publishers must not wait for slow subscribers: a
 /// subscriber more than 75 % of `max_pending` behind loses messages (an edge sees the gap and
@@ -35,83 +30,32 @@ pub(super) struct NatsProcess {
 /// 10 ms a read; `docs/SCALING.md`).
 pub(super) const NO_PRODUCER_STALL: &str = "no_fast_producer_stall: true\n";
 
-/// The `nats-server` to run: `explicit`, else `$NATS_SERVER_BIN`, else `.tools/bin/nats-server`
-/// in the current directory or one above it (the project's pinned build), else `$PATH`.
+/// The `nats-server` to run: `--nats-server PATH`, else the pinned build or `$PATH`
+/// (`ticktrade_nats_process::find_bin`).
 pub(super) fn nats_server_bin(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
-    if let Some(path) = explicit {
-        anyhow::ensure!(path.is_file(), "--nats-server {}: no such file", path.display());
-        return Ok(path.to_path_buf());
-    }
-    if let Some(path) = std::env::var_os("NATS_SERVER_BIN") {
-        return Ok(PathBuf::from(path));
-    }
-    let cwd = std::env::current_dir().context("current directory")?;
-    let pinned = cwd.ancestors().map(|d| d.join(".tools/bin/nats-server")).find(|p| p.is_file());
-    let on_path = || {
-        std::env::var_os("PATH")
-            .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("nats-server")).find(|p| p.is_file()))
-    };
-    match pinned.or_else(on_path) {
-        Some(path) => Ok(path),
-        None => bail!(
-            "nats-server not found (in .tools/bin/ of this directory or one above it, or on $PATH): run \
-             ./tests/nats/install.sh from the repository (builds the pinned version into .tools/bin/), or pass \
-             --nats-server PATH"
-        ),
-    }
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    let listener = TcpListener::bind("127.0.0.1:0").context("binding a free port")?;
-    Ok(listener.local_addr().context("local address")?.port())
+    ticktrade_nats_process::find_bin(explicit).context("nats-server for bench bus (or pass --nats-server PATH)")
 }
 
 impl NatsProcess {
-    /// `nats-server -a 127.0.0.1 -p <free> -m <free> -c <file>`, once it accepts
-    /// connections; the file holds `config` (`NO_PRODUCER_STALL`, or empty for the defaults).
+    /// `nats-server` on a free loopback port with a monitoring port, reading `config`
+    /// (`NO_PRODUCER_STALL`, or empty for the defaults), once it accepts connections.
     pub(super) fn start(bin: &Path, config: &str) -> anyhow::Result<NatsProcess> {
-        let (port, monitor) = (free_port()?, free_port()?);
-        let file = std::env::temp_dir().join(format!("ticktrade-bench-bus-{}-{port}.conf", std::process::id()));
-        std::fs::write(&file, config).with_context(|| format!("writing {}", file.display()))?;
-        let child = Command::new(bin)
-            .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-m", &monitor.to_string(), "-c"])
-            .arg(&file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting {}", bin.display()))?;
-        let mut process = NatsProcess { child, port, monitor, config: file };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Some(status) = process.child.try_wait().context("nats-server status")? {
-                bail!("{} exited at start: {status}", bin.display());
-            }
-            if Instant::now() > deadline {
-                bail!("{} did not listen on port {port} within 10 s", bin.display());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(process)
+        let options =
+            ticktrade_nats_process::Options { config: Some(config.to_owned()), monitor: true, ..Default::default() };
+        Ok(NatsProcess(ticktrade_nats_process::NatsProcess::start(bin, options)?))
     }
 
     pub(super) fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
+        self.0.url()
     }
 
     pub(super) fn pid(&self) -> u32 {
-        self.child.id()
+        self.0.pid().unwrap_or(0)
     }
 
     /// The server's message and byte totals (`/varz` of its monitoring port).
     pub(super) fn varz(&self) -> anyhow::Result<Varz> {
-        let mut tcp = TcpStream::connect(("127.0.0.1", self.monitor)).context("nats-server monitoring port")?;
-        tcp.set_read_timeout(Some(Duration::from_secs(5))).context("read timeout")?;
-        tcp.write_all(b"GET /varz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").context("asking /varz")?;
-        let mut text = String::new();
-        tcp.read_to_string(&mut text).context("reading /varz")?;
-        let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-        let v: serde_json::Value = serde_json::from_str(body).context("/varz is not JSON")?;
+        let v = self.0.monitor("/varz")?;
         let n = |k: &str| v[k].as_u64().unwrap_or(0);
         Ok(Varz {
             in_msgs: n("in_msgs"),
@@ -126,7 +70,7 @@ impl NatsProcess {
     /// A connection to this server that subscribes to every subject and never reads (see
     /// [`Stalled`]).
     pub(super) fn stalled(&self) -> anyhow::Result<Stalled> {
-        Stalled::connect(self.port)
+        Stalled::connect(self.0.port())
     }
 }
 
@@ -166,14 +110,6 @@ impl Stalled {
             anyhow::ensure!(seen.len() < 64 << 20, "no PONG in 64 MiB");
         }
         Ok(Stalled { _tcp: tcp })
-    }
-}
-
-impl Drop for NatsProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.config);
     }
 }
 
@@ -250,7 +186,7 @@ mod tests {
     fn publish_past_a_stalled_subscriber(config: &str) -> (Varz, u32) {
         let nats = NatsProcess::start(&nats_server_bin(None).unwrap(), config).unwrap();
         let _stalled = nats.stalled().unwrap();
-        let mut publisher = TcpStream::connect(("127.0.0.1", nats.port)).unwrap();
+        let mut publisher = TcpStream::connect(("127.0.0.1", nats.0.port())).unwrap();
         publisher.write_all(b"CONNECT {\"verbose\":false}\r\n").unwrap();
         let mut chunk = Vec::new();
         for _ in 0..1024 {
@@ -285,6 +221,6 @@ mod tests {
     #[test]
     fn a_missing_explicit_binary_is_a_clear_error() {
         let err = nats_server_bin(Some(Path::new("/nonexistent/nats-server"))).unwrap_err();
-        assert!(err.to_string().contains("/nonexistent/nats-server"), "{err}");
+        assert!(format!("{err:#}").contains("/nonexistent/nats-server"), "{err:#}");
     }
 }
