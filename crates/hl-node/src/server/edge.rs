@@ -34,14 +34,14 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use ticktrade_bus::async_nats;
 use ticktrade_bus::{Envelope, HlSubject, HlSubjects, Seen, SeqTracker};
-use ticktrade_hl_proto::info::{InfoRequest, deserialize_error};
+use ticktrade_hl_proto::info::InfoRequest;
 use ticktrade_hl_proto::ws::{self as proto, ClientMessage, L2Params, Subscription, errors};
 use ticktrade_net::outbound::Offer;
 use tokio::sync::{mpsc, oneshot};
@@ -536,11 +536,11 @@ fn frame_data(frame: &[u8], prefix: &[u8], suffix: &[u8]) -> Option<String> {
 }
 
 async fn info(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
-    let request = match serde_json::from_slice::<InfoRequest>(&body) {
+    let request = match super::info_request(&body) {
         Ok(request) => request,
-        Err(err) => return (StatusCode::UNPROCESSABLE_ENTITY, deserialize_error(&err)).into_response(),
+        Err(refusal) => return refusal.into_response(),
     };
-    let json = |text: String| ([(header::CONTENT_TYPE, "application/json")], text).into_response();
+    let json = super::json_body;
     match request {
         InfoRequest::L2Book { coin, n_sig_figs, mantissa } => {
             let Some(feed) = l2_feed(&coin, n_sig_figs, mantissa) else { return json("null".to_owned()) };

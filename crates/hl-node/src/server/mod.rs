@@ -167,12 +167,24 @@ fn watch(data_dir: &Path, tx: std::sync::mpsc::Sender<EngineMsg>) -> Option<noti
     })
 }
 
+/// An `/info` body as a request, or Hyperliquid's 422 answer naming what failed to
+/// deserialize (the server and the edge answer bad bodies alike).
+pub(crate) fn info_request(body: &[u8]) -> Result<InfoRequest, (StatusCode, String)> {
+    serde_json::from_slice::<InfoRequest>(body)
+        .map_err(|err| (StatusCode::UNPROCESSABLE_ENTITY, deserialize_error(&err)))
+}
+
+/// A JSON document as an `/info` answer.
+pub(crate) fn json_body(text: String) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], text).into_response()
+}
+
 async fn info(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    let request = match serde_json::from_slice::<InfoRequest>(&body) {
+    let request = match info_request(&body) {
         Ok(request) => request,
-        Err(err) => return (StatusCode::UNPROCESSABLE_ENTITY, deserialize_error(&err)).into_response(),
+        Err(refusal) => return refusal.into_response(),
     };
-    let json = |text: String| ([(header::CONTENT_TYPE, "application/json")], text).into_response();
+    let json = json_body;
     match request {
         InfoRequest::Meta { dex } => match meta_for_dex(&state.docs.meta, dex.as_deref()) {
             Ok(text) => json(text),
