@@ -113,8 +113,17 @@ impl<S: Strategy> Core<S> {
         let scope = self.scope();
         let channels: Vec<String> =
             self.instruments.book_channels.iter().chain(&self.instruments.private_channels).cloned().collect();
-        let id = self.inflight.issue(Pending::Subscribe);
-        self.request(Class::Subscribe, |out| requests::subscribe(out, id, scope, channels.iter().map(String::as_str)));
+        // As many requests as it takes to stay within the venue's request limit (an options
+        // maker on every strike has thousands of channels).
+        self.sync.subscribes_pending = 0;
+        let mut first = 0;
+        for run in requests::channel_batches(&channels) {
+            let (start, len) = (first as u32, run.len() as u32);
+            let id = self.inflight.issue(Pending::Subscribe { first: start, len });
+            self.request(Class::Subscribe, |out| requests::subscribe(out, id, scope, run.iter().map(String::as_str)));
+            self.sync.subscribes_pending += 1;
+            first += run.len();
+        }
     }
 
     /// The currency Deribit files an instrument's orders under.
@@ -137,14 +146,16 @@ impl<S: Strategy> Core<S> {
                     self.credits = Credits::client(limits, now.0);
                 }
             }
-            Pending::Subscribe => {
-                let confirmed: Vec<String> = serde_json::from_slice(result).unwrap_or_default();
+            Pending::Subscribe { first, len } => {
+                let confirmed: std::collections::HashSet<String> = serde_json::from_slice(result).unwrap_or_default();
                 let missing: Vec<&String> = self
                     .instruments
                     .book_channels
                     .iter()
                     .chain(&self.instruments.private_channels)
-                    .filter(|c| !confirmed.contains(c))
+                    .skip(first as usize)
+                    .take(len as usize)
+                    .filter(|c| !confirmed.contains(*c))
                     .collect();
                 if !missing.is_empty() {
                     self.fatal = Some(LiveError::Refused {
@@ -152,6 +163,10 @@ impl<S: Strategy> Core<S> {
                         code: 0,
                         message: format!("not confirmed: {missing:?}"),
                     });
+                    return;
+                }
+                self.sync.subscribes_pending = self.sync.subscribes_pending.saturating_sub(1);
+                if self.sync.subscribes_pending > 0 {
                     return;
                 }
                 self.sync.subscribed = true;
@@ -210,7 +225,7 @@ impl<S: Strategy> Core<S> {
             Some(Pending::Auth) => {
                 self.fatal = Some(LiveError::Auth { code, message: message.to_owned() });
             }
-            Some(Pending::Subscribe) => {
+            Some(Pending::Subscribe { .. }) => {
                 self.fatal = Some(LiveError::Refused { what: "the subscriptions", code, message: message.to_owned() });
             }
             Some(Pending::CancelAll) => self.on_cancel_all_done(),

@@ -86,6 +86,8 @@ pub(super) struct SyncState {
     /// A re-subscription is in flight (do not send another on every change frame).
     pub resyncing: Vec<bool>,
     pub subscribed: bool,
+    /// Subscribe requests (runs of channels) not answered yet.
+    pub subscribes_pending: u32,
     pub reconciled: bool,
     /// The session has been live once (a later sync is a reconnect).
     pub ever_live: bool,
@@ -213,6 +215,7 @@ impl<S: Strategy> Session<S> {
                 books_ok: vec![false; n],
                 resyncing: vec![false; n],
                 subscribed: false,
+                subscribes_pending: 0,
                 reconciled: false,
                 ever_live: false,
             },

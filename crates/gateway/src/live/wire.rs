@@ -20,7 +20,12 @@ pub enum Pending {
     Heartbeat,
     CancelOnDisconnect,
     AccountSummary,
-    Subscribe,
+    /// One run of the session's channels (book channels, then private ones): `len` of them
+    /// from `first`, as many as fit one request (`requests::channel_batches`).
+    Subscribe {
+        first: u32,
+        len: u32,
+    },
     Unsubscribe,
     /// A re-subscription of one book (after a gap or a silent stream).
     Resubscribe(InstrumentId),

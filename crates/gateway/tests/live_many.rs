@@ -1,0 +1,72 @@
+//! A session on every instrument the simulator lists (futures, options, spot: over a thousand
+//! channels) subscribes in as many requests as the venue's 32 kB request limit needs, has every
+//! run confirmed, and goes live on one connection.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use std::time::{Duration, Instant};
+
+use ticktrade_gateway::live::{self, LiveConfig, Session, StopHandle};
+use ticktrade_gateway::venue::{Credentials, Secret};
+use ticktrade_net::hot::HotOptions;
+use ticktrade_strategy::Config;
+
+#[test]
+fn a_session_on_every_instrument_subscribes_in_runs_and_goes_live() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    // The reconciliation queries one instrument at a time: no request limits here, so that
+    // what is tested is the subscription alone.
+    let config = ticktrade_sim::SimConfig {
+        rate_per_s: 200,
+        seed: 9,
+        limits: ticktrade_sim::RateLimits::unlimited(),
+        ..Default::default()
+    };
+    let sim = runtime.block_on(ticktrade_sim::spawn_loopback(config)).unwrap();
+    let url = sim.ws_url();
+    let connect = HotOptions::default();
+    let venue = live::fetch_instruments(&url, &connect).unwrap();
+
+    let mut strategy = Config::parse(ticktrade_strategy::template()).unwrap();
+    strategy.risk.instrument.clear();
+    for spec in venue.iter().filter(|s| s.name != "BTC-PERPETUAL") {
+        strategy.risk.instrument.push(ticktrade_strategy::config::InstrumentRiskConfig {
+            name: spec.name.clone(),
+            max_order_amount: None,
+            max_order_notional: None,
+            max_position: None,
+            max_loss: None,
+        });
+    }
+    let setup = strategy.validate(&venue).unwrap();
+    let n = setup.specs.len();
+    // Book, user.orders and user.trades of each: one request would pass the limit.
+    let names: usize = setup.specs.iter().map(|s| s.name.len()).sum();
+    assert!(3 * names + n * 40 > ticktrade_deribit_proto::requests::MAX_REQUEST_BYTES, "{n} instruments");
+    let outbox = setup.outbox;
+    let (builtin, parts) = setup.into_parts(0x3a11).unwrap();
+
+    let key = ticktrade_sim::ApiKey::default_key();
+    let mut live_config = LiveConfig::new(url);
+    live_config.connect = connect;
+    live_config.credentials =
+        Some(Credentials { client_id: key.client_id, client_secret: Secret::new(key.client_secret.expose()) });
+    live_config.rate_limits = ticktrade_deribit_proto::ratelimit::RateLimits::unlimited();
+    live_config.adopt_account_limits = false;
+    live_config.status_every = None;
+    let stop = StopHandle::default();
+    let mut session = Session::new(live_config, builtin.unwrap(), parts, outbox, None, None, stop.clone());
+    session.start().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !session.is_live() {
+        assert!(Instant::now() < deadline, "not live within 60 s: {:?}", session.stats());
+        assert!(!session.poll().unwrap(), "ended before going live");
+    }
+    stop.stop();
+    while !session.poll().unwrap() {}
+    let report = session.finish();
+    runtime.block_on(sim.shutdown());
+    assert_eq!(report.exit, live::Exit::Clean);
+    assert_eq!(session.stats().connects, 1, "the session reconnected");
+    assert!(n > 300, "{n} instruments");
+}
