@@ -219,10 +219,38 @@ impl Credits {
         }
     }
 
+    /// A client's buckets switched to `limits` at `now_ns` (the account's own, read after the
+    /// session started) without refilling them: each keeps what it holds now, up to the new
+    /// cap. Starting full again would spend, on top of a burst the venue has already counted,
+    /// a second one it refuses.
+    pub fn adopt_client(&mut self, limits: RateLimits, now_ns: u64) {
+        let fresh = Credits::client(limits, now_ns);
+        for (bucket, mut next) in self.buckets.iter_mut().zip(fresh.buckets) {
+            bucket.refill(now_ns);
+            next.nano_credits = next.cap.min(bucket.nano_credits);
+            *bucket = next;
+        }
+    }
+
     /// Spends one request's credits at `now_ns`, or says how many ns until there are enough
     /// (`u64::MAX`: never, the rule cannot grant it).
     pub fn try_take(&mut self, class: Class, now_ns: u64) -> Result<(), u64> {
         self.buckets[class as usize].try_take(now_ns)
+    }
+
+    /// Spends one request's credits like [`Credits::try_take`], but only while `keep` more
+    /// requests of the class would still fit afterwards (false: nothing spent). Bulk work (a
+    /// reconciliation of hundreds of instruments) leaves room for the requests that cannot
+    /// wait (heartbeat answers, cancels).
+    pub fn try_take_keeping(&mut self, class: Class, now_ns: u64, keep: u64) -> bool {
+        let bucket = &mut self.buckets[class as usize];
+        bucket.refill(now_ns);
+        let cost = u128::from(bucket.rule.cost) * NANO;
+        if bucket.nano_credits < cost * u128::from(keep + 1) {
+            return false;
+        }
+        bucket.nano_credits -= cost;
+        true
     }
 
     /// Empties every bucket at `now_ns` (the venue cut us off: wait for a refill).
@@ -253,6 +281,29 @@ mod tests {
             assert_eq!((rule.cost, rule.max, rule.refill_per_s), (cost, max, refill));
             assert_eq!((rule.rate_per_s(), rule.burst()), (rate, burst));
         }
+    }
+
+    #[test]
+    fn adopting_the_accounts_limits_keeps_what_was_spent() {
+        let mut credits = Credits::client(RateLimits::client_default(), 0);
+        let rule = RateLimits::client_default().non_matching;
+        for _ in 0..10 {
+            credits.try_take(Class::NonMatching, 0).unwrap();
+        }
+        credits.adopt_client(RateLimits::default(), 0);
+        // A full client bucket holds burst - 1 requests; ten of them are gone.
+        let left = (0..).take_while(|_| credits.try_take(Class::NonMatching, 0).is_ok()).count() as u64;
+        assert_eq!(left, rule.burst() - 1 - 10);
+    }
+
+    #[test]
+    fn bulk_requests_leave_room_for_the_urgent_ones() {
+        let mut credits = Credits::client(RateLimits::default(), 0);
+        let burst = RateLimits::default().non_matching.burst() - 1;
+        let bulk = (0..).take_while(|_| credits.try_take_keeping(Class::NonMatching, 0, 5)).count() as u64;
+        assert_eq!(bulk, burst - 5);
+        let urgent = (0..).take_while(|_| credits.try_take(Class::NonMatching, 0).is_ok()).count() as u64;
+        assert_eq!(urgent, 5);
     }
 
     #[test]

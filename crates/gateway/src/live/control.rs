@@ -13,7 +13,7 @@ use ticktrade_core::{Clock, Decimal, InstrumentId, Mono, SplitMix64};
 use ticktrade_deribit_proto::api::Num;
 use ticktrade_deribit_proto::envelope::encode_request;
 use ticktrade_deribit_proto::order::{OrderKind, OrderRequest as WireOrder, OrderTag, TimeInForce};
-use ticktrade_deribit_proto::ratelimit::{Class, Credits, RateLimits, Rule};
+use ticktrade_deribit_proto::ratelimit::{Class, RateLimits, Rule};
 use ticktrade_deribit_proto::requests::{self, CancelScope};
 use ticktrade_deribit_proto::signature::Secret;
 use ticktrade_strategy::{Action, Blocked, Label, Status as OrderStatus, Strategy};
@@ -21,6 +21,10 @@ use ticktrade_strategy::{Action, Blocked, Label, Status as OrderStatus, Strategy
 use super::journal::{Entry, Link};
 use super::session::{Core, Exit, LiveError, LiveReport, Phase, StopStep, book_fill};
 use super::wire::{Pending, closing_side, order_report, position_lots};
+
+/// Requests of the non-matching class the queued queries leave unspent, for what cannot wait
+/// for a refill (heartbeat answers, the stop's checks).
+const QUERY_HEADROOM: u64 = 5;
 
 impl<S: Strategy> Core<S> {
     /// A new connection: everything the venue knew of the old one is gone.
@@ -33,6 +37,7 @@ impl<S: Strategy> Core<S> {
         self.sync.books_ok.iter_mut().for_each(|b| *b = false);
         self.sync.resyncing.iter_mut().for_each(|b| *b = false);
         self.inflight.clear();
+        self.recon.queries.clear();
         self.wire.clear();
         self.last_recv = now;
         self.last_book.iter_mut().for_each(|t| *t = now);
@@ -71,6 +76,7 @@ impl<S: Strategy> Core<S> {
         self.sync.connected = false;
         self.sync.authenticated = false;
         self.inflight.clear();
+        self.recon.queries.clear();
         self.wire.clear();
         if self.sync.phase == Phase::Live {
             self.sync.phase = Phase::Syncing;
@@ -143,7 +149,7 @@ impl<S: Strategy> Core<S> {
                     return;
                 }
                 if let Some(limits) = account_limits(result) {
-                    self.credits = Credits::client(limits, now.0);
+                    self.credits.adopt_client(limits, now.0);
                 }
             }
             Pending::Subscribe { first, len } => {
@@ -271,16 +277,49 @@ impl<S: Strategy> Core<S> {
     }
 
     fn request_trades(&mut self, instrument: InstrumentId) {
-        let start = self.last_trade_seq[instrument.0 as usize].map(|s| s + 1);
-        let name = self.instruments.spec(instrument).name.clone();
-        let id = self.inflight.issue(Pending::UserTrades(instrument));
-        self.request(Class::NonMatching, |out| {
-            match start {
-                Some(seq) => requests::get_user_trades_by_instrument(out, id, &name, Some(seq), Some(1000), true),
-                // Never saw a trade here: the newest hundred (only our labels are booked).
-                None => requests::get_user_trades_by_instrument(out, id, &name, None, Some(100), false),
+        self.query(Pending::UserTrades(instrument));
+    }
+
+    /// Queues a per-instrument query; it goes out as soon as the venue's non-matching credits
+    /// allow (`send_queries`), so a session on many instruments never gets
+    /// `too_many_requests` back for its own reconciliation.
+    fn query(&mut self, pending: Pending) {
+        self.recon.queries.push_back(pending);
+        self.send_queries(self.now());
+    }
+
+    /// Sends queued queries while credits last (and from housekeeping as they refill).
+    pub(super) fn send_queries(&mut self, now: Mono) {
+        while self.sync.connected {
+            let Some(&pending) = self.recon.queries.front() else { return };
+            if !self.credits.try_take_keeping(Class::NonMatching, now.0, QUERY_HEADROOM) {
+                return;
             }
-        });
+            self.recon.queries.pop_front();
+            let id = self.inflight.issue(pending);
+            let name = match pending {
+                Pending::UserTrades(i) | Pending::OpenOrders(i) | Pending::Position(i) => {
+                    self.instruments.spec(i).name.clone()
+                }
+                _ => {
+                    debug_assert!(false, "not a queued query: {pending:?}");
+                    continue;
+                }
+            };
+            let start = match pending {
+                Pending::UserTrades(i) => self.last_trade_seq[i.0 as usize].map(|s| s + 1),
+                _ => None,
+            };
+            self.encode_request(|out| match pending {
+                Pending::UserTrades(_) => match start {
+                    Some(seq) => requests::get_user_trades_by_instrument(out, id, &name, Some(seq), Some(1000), true),
+                    // Never saw a trade here: the newest hundred (only our labels are booked).
+                    None => requests::get_user_trades_by_instrument(out, id, &name, None, Some(100), false),
+                },
+                Pending::OpenOrders(_) => requests::get_open_orders_by_instrument(out, id, &name),
+                _ => requests::get_position(out, id, &name),
+            });
+        }
     }
 
     /// Step 1: the fate of orders a disconnect left unknown, and trades missed meanwhile.
@@ -320,7 +359,7 @@ impl<S: Strategy> Core<S> {
                     | Pending::Flatten(_)
             )
         };
-        if self.inflight.any(waiting) {
+        if self.inflight.any(waiting) || !self.recon.queries.is_empty() {
             return;
         }
         match self.sync.phase {
@@ -358,14 +397,11 @@ impl<S: Strategy> Core<S> {
         }
         for i in 0..self.instruments.len() {
             let instrument = InstrumentId(i as u32);
-            let name = self.instruments.specs[i].name.clone();
             if open_orders {
-                let id = self.inflight.issue(Pending::OpenOrders(instrument));
-                self.request(Class::NonMatching, |out| requests::get_open_orders_by_instrument(out, id, &name));
+                self.query(Pending::OpenOrders(instrument));
             }
             if positions {
-                let id = self.inflight.issue(Pending::Position(instrument));
-                self.request(Class::NonMatching, |out| requests::get_position(out, id, &name));
+                self.query(Pending::Position(instrument));
             }
         }
     }

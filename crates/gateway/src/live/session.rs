@@ -103,6 +103,9 @@ pub(super) struct Recon {
     pub stage: u8,
     pub deadline: Option<Mono>,
     pub stop_why: Option<Blocked>,
+    /// Per-instrument queries (`UserTrades`, `OpenOrders`, `Position`) waiting for request
+    /// credits: a session on hundreds of instruments asks more than the venue's burst.
+    pub queries: VecDeque<Pending>,
 }
 
 /// The session minus its connection, so a frame borrowed from the reader can be handled.
@@ -234,6 +237,7 @@ impl<S: Strategy> Session<S> {
                 stage: 0,
                 deadline: None,
                 stop_why: None,
+                queries: VecDeque::with_capacity(3 * n),
             },
             last_trade_seq: vec![None; n],
             next_timer: now,

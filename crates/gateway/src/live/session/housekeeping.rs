@@ -39,6 +39,9 @@ impl<S: Strategy> Core<S> {
             self.encode_action(action);
             self.pending_journal_push(Entry::Sent { at: now, action, dry_run: false });
         }
+        if !self.recon.queries.is_empty() {
+            self.send_queries(now);
+        }
         let silence = Duration::from_secs(u64::from(self.config.heartbeat_s) * 2 + 5);
         if now.since(self.last_recv) > silence.as_nanos() as u64 {
             self.fatal_link("no frame and no heartbeat for too long");

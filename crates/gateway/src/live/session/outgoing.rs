@@ -16,6 +16,11 @@ impl<S: Strategy> Core<S> {
             return;
         }
         let _ = self.credits.try_take(class, self.now().0);
+        self.encode_request(encode);
+    }
+
+    /// Encodes one request into the write batch (credits already spent).
+    pub fn encode_request(&mut self, encode: impl FnOnce(&mut Vec<u8>)) {
         let buf = self.writer.begin();
         encode(buf);
         let frame = self.writer.finish(Opcode::Text);
