@@ -13,6 +13,7 @@ use ticktrade_gateway::live::{self, LiveConfig, ObserverConfig, Session, StopHan
 use ticktrade_gateway::venue::{Credentials, Secret};
 use ticktrade_net::hot::{HotOptions, TlsRoots};
 use ticktrade_strategy::Config;
+use ticktrade_strategy::config::InstrumentRiskConfig;
 
 #[global_allocator]
 static ALLOC: ticktrade_testkit::CountingAlloc = ticktrade_testkit::CountingAlloc::new();
@@ -72,13 +73,7 @@ fn run(mode: Mode) -> Counted {
     strategy.risk.instrument.clear();
     for spec in venue.iter().filter(|s| s.kind == ticktrade_core::InstrumentKind::Future) {
         if spec.name != "BTC-PERPETUAL" {
-            strategy.risk.instrument.push(ticktrade_strategy::config::InstrumentRiskConfig {
-                name: spec.name.clone(),
-                max_order_amount: None,
-                max_order_notional: None,
-                max_position: None,
-                max_loss: None,
-            });
+            strategy.risk.instrument.push(InstrumentRiskConfig::unlimited(&spec.name));
         }
     }
     let setup = strategy.validate(&venue).unwrap();

@@ -14,6 +14,7 @@ use ticktrade_gateway::live::{self, LiveConfig, Session, StopHandle};
 use ticktrade_gateway::venue::{Credentials, Secret};
 use ticktrade_net::hot::HotOptions;
 use ticktrade_strategy::Config;
+use ticktrade_strategy::config::InstrumentRiskConfig;
 
 #[test]
 fn a_session_on_every_instrument_subscribes_in_runs_and_goes_live() {
@@ -28,13 +29,7 @@ fn a_session_on_every_instrument_subscribes_in_runs_and_goes_live() {
     let mut strategy = Config::parse(ticktrade_strategy::template()).unwrap();
     strategy.risk.instrument.clear();
     for spec in venue.iter().filter(|s| s.name != "BTC-PERPETUAL") {
-        strategy.risk.instrument.push(ticktrade_strategy::config::InstrumentRiskConfig {
-            name: spec.name.clone(),
-            max_order_amount: None,
-            max_order_notional: None,
-            max_position: None,
-            max_loss: None,
-        });
+        strategy.risk.instrument.push(InstrumentRiskConfig::unlimited(&spec.name));
     }
     let setup = strategy.validate(&venue).unwrap();
     let n = setup.specs.len();

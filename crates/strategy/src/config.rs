@@ -112,6 +112,20 @@ pub struct InstrumentRiskConfig {
     pub max_loss: Option<Amount>,
 }
 
+impl InstrumentRiskConfig {
+    /// An instrument with no limits of its own (a book the strategy only watches; the
+    /// account-wide limits still apply), as an `[[risk.instrument]]` table with just `name`.
+    pub fn unlimited(name: impl Into<String>) -> InstrumentRiskConfig {
+        InstrumentRiskConfig {
+            name: name.into(),
+            max_order_amount: None,
+            max_order_notional: None,
+            max_position: None,
+            max_loss: None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuoteConfig {

@@ -333,13 +333,7 @@ fn apply_instruments(config: &mut Config, instruments: &[String]) {
     }
     for name in rest {
         if !config.risk.instrument.iter().any(|r| &r.name == name) {
-            config.risk.instrument.push(ticktrade_strategy::config::InstrumentRiskConfig {
-                name: name.clone(),
-                max_order_amount: None,
-                max_order_notional: None,
-                max_position: None,
-                max_loss: None,
-            });
+            config.risk.instrument.push(ticktrade_strategy::config::InstrumentRiskConfig::unlimited(name.clone()));
         }
     }
 }
