@@ -5,9 +5,10 @@
 //! each node with a route port, routes to all the others, one cluster name, and a monitoring
 //! port that says which node a client is connected to).
 //!
-//! The binary is the project's pinned build (`./tests/nats/install.sh` puts it in
-//! `.tools/bin/`), or `$NATS_SERVER_BIN`. A missing binary panics with how to install it: a
-//! bus test that cannot run is a failure, not a skip.
+//! The binary is `$NATS_SERVER_BIN`, else the project's pinned build (`./tests/nats/install.sh`
+//! puts it in `.tools/bin/`), else one on `$PATH` (`ticktrade_nats_process::find_bin`). A
+//! missing binary panics with how to install it: a bus test that cannot run is a failure, not
+//! a skip.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -20,8 +21,7 @@ pub struct NatsServer {
     process: NatsProcess,
 }
 
-/// The `nats-server` binary the tests run (`ticktrade_nats_process::find_bin`: the pinned
-/// build in `.tools/bin/`, or `$NATS_SERVER_BIN`).
+/// The `nats-server` binary the tests run (`ticktrade_nats_process::find_bin`).
 pub fn nats_server_bin() -> PathBuf {
     ticktrade_nats_process::find_bin(None).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -110,7 +110,7 @@ impl NatsCluster {
                     "--server_name".to_owned(),
                     format!("node{i}"),
                 ];
-                NatsServer::start_options(Options { monitor: true, args: args.to_vec(), ..Options::default() })
+                NatsServer::start_options(Options { monitor: true, args: Vec::from(args), ..Options::default() })
             })
             .collect();
         let cluster = NatsCluster { nodes };

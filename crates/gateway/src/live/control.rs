@@ -20,7 +20,7 @@ use ticktrade_strategy::{Action, Blocked, Label, Status as OrderStatus, Strategy
 
 use super::journal::{Entry, Link};
 use super::session::{Core, Exit, LiveError, LiveReport, Phase, StopStep, book_fill};
-use super::wire::{Pending, closing_side, order_report, position_lots};
+use super::wire::{Pending, Query, closing_side, order_report, position_lots};
 
 /// Requests of the non-matching class the queued queries leave unspent, for what cannot wait
 /// for a refill (heartbeat answers, the stop's checks).
@@ -121,13 +121,11 @@ impl<S: Strategy> Core<S> {
             self.instruments.book_channels.iter().chain(&self.instruments.private_channels).cloned().collect();
         // As many requests as it takes to stay within the venue's request limit (an options
         // maker on every strike has thousands of channels).
-        self.sync.subscribes_pending = 0;
         let mut first = 0;
         for run in requests::channel_batches(&channels) {
             let (start, len) = (first as u32, run.len() as u32);
             let id = self.inflight.issue(Pending::Subscribe { first: start, len });
             self.request(Class::Subscribe, |out| requests::subscribe(out, id, scope, run.iter().map(String::as_str)));
-            self.sync.subscribes_pending += 1;
             first += run.len();
         }
     }
@@ -171,8 +169,8 @@ impl<S: Strategy> Core<S> {
                     });
                     return;
                 }
-                self.sync.subscribes_pending = self.sync.subscribes_pending.saturating_sub(1);
-                if self.sync.subscribes_pending > 0 {
+                // Subscribed once no other run is waiting for its answer.
+                if self.inflight.any(|p| matches!(p, Pending::Subscribe { .. })) {
                     return;
                 }
                 self.sync.subscribed = true;
@@ -277,47 +275,37 @@ impl<S: Strategy> Core<S> {
     }
 
     fn request_trades(&mut self, instrument: InstrumentId) {
-        self.query(Pending::UserTrades(instrument));
+        self.query(Query::UserTrades(instrument));
     }
 
     /// Queues a per-instrument query; it goes out as soon as the venue's non-matching credits
     /// allow (`send_queries`), so a session on many instruments never gets
     /// `too_many_requests` back for its own reconciliation.
-    fn query(&mut self, pending: Pending) {
-        self.recon.queries.push_back(pending);
+    fn query(&mut self, query: Query) {
+        self.recon.queries.push_back(query);
         self.send_queries(self.now());
     }
 
     /// Sends queued queries while credits last (and from housekeeping as they refill).
     pub(super) fn send_queries(&mut self, now: Mono) {
         while self.sync.connected {
-            let Some(&pending) = self.recon.queries.front() else { return };
+            let Some(&query) = self.recon.queries.front() else { return };
             if !self.credits.try_take_keeping(Class::NonMatching, now.0, QUERY_HEADROOM) {
                 return;
             }
             self.recon.queries.pop_front();
-            let id = self.inflight.issue(pending);
-            let name = match pending {
-                Pending::UserTrades(i) | Pending::OpenOrders(i) | Pending::Position(i) => {
-                    self.instruments.spec(i).name.clone()
-                }
-                _ => {
-                    debug_assert!(false, "not a queued query: {pending:?}");
-                    continue;
-                }
-            };
-            let start = match pending {
-                Pending::UserTrades(i) => self.last_trade_seq[i.0 as usize].map(|s| s + 1),
-                _ => None,
-            };
-            self.encode_request(|out| match pending {
-                Pending::UserTrades(_) => match start {
+            let id = self.inflight.issue(query.pending());
+            let instrument = query.instrument();
+            let name = self.instruments.spec(instrument).name.clone();
+            let start = self.last_trade_seq[instrument.0 as usize].map(|s| s + 1);
+            self.encode_request(|out| match query {
+                Query::UserTrades(_) => match start {
                     Some(seq) => requests::get_user_trades_by_instrument(out, id, &name, Some(seq), Some(1000), true),
                     // Never saw a trade here: the newest hundred (only our labels are booked).
                     None => requests::get_user_trades_by_instrument(out, id, &name, None, Some(100), false),
                 },
-                Pending::OpenOrders(_) => requests::get_open_orders_by_instrument(out, id, &name),
-                _ => requests::get_position(out, id, &name),
+                Query::OpenOrders(_) => requests::get_open_orders_by_instrument(out, id, &name),
+                Query::Position(_) => requests::get_position(out, id, &name),
             });
         }
     }
@@ -398,10 +386,10 @@ impl<S: Strategy> Core<S> {
         for i in 0..self.instruments.len() {
             let instrument = InstrumentId(i as u32);
             if open_orders {
-                self.query(Pending::OpenOrders(instrument));
+                self.query(Query::OpenOrders(instrument));
             }
             if positions {
-                self.query(Pending::Position(instrument));
+                self.query(Query::Position(instrument));
             }
         }
     }

@@ -40,7 +40,7 @@ use ticktrade_strategy::order::Request;
 use ticktrade_strategy::{Action, Blocked, Label, Outbox, Reason, Runner, RunnerParts, Strategy, TimeInForce};
 
 use super::journal::{Entry, Journaled, Link, Status};
-use super::wire::{InFlight, Instruments, Pending, fill_report, order_report};
+use super::wire::{InFlight, Instruments, Pending, Query, fill_report, order_report};
 use crate::hot::{RawStamps, to_stamps};
 use crate::venue::Credentials;
 
@@ -86,8 +86,6 @@ pub(super) struct SyncState {
     /// A re-subscription is in flight (do not send another on every change frame).
     pub resyncing: Vec<bool>,
     pub subscribed: bool,
-    /// Subscribe requests (runs of channels) not answered yet.
-    pub subscribes_pending: u32,
     pub reconciled: bool,
     /// The session has been live once (a later sync is a reconnect).
     pub ever_live: bool,
@@ -103,9 +101,9 @@ pub(super) struct Recon {
     pub stage: u8,
     pub deadline: Option<Mono>,
     pub stop_why: Option<Blocked>,
-    /// Per-instrument queries (`UserTrades`, `OpenOrders`, `Position`) waiting for request
-    /// credits: a session on hundreds of instruments asks more than the venue's burst.
-    pub queries: VecDeque<Pending>,
+    /// Per-instrument queries waiting for request credits: a session on hundreds of
+    /// instruments asks more than the venue's burst.
+    pub queries: VecDeque<Query>,
 }
 
 /// The session minus its connection, so a frame borrowed from the reader can be handled.
@@ -218,7 +216,6 @@ impl<S: Strategy> Session<S> {
                 books_ok: vec![false; n],
                 resyncing: vec![false; n],
                 subscribed: false,
-                subscribes_pending: 0,
                 reconciled: false,
                 ever_live: false,
             },

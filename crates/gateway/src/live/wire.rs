@@ -13,6 +13,31 @@ use ticktrade_deribit_proto::report::{OrderState, TradeReport};
 use ticktrade_strategy::order::VenueState;
 use ticktrade_strategy::{FillReport, Label, OrderReport, TradeId, VenueId};
 
+/// A per-instrument reconciliation query, queued until the venue's credits allow it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Query {
+    UserTrades(InstrumentId),
+    OpenOrders(InstrumentId),
+    Position(InstrumentId),
+}
+
+impl Query {
+    pub fn instrument(self) -> InstrumentId {
+        match self {
+            Query::UserTrades(i) | Query::OpenOrders(i) | Query::Position(i) => i,
+        }
+    }
+
+    /// How its answer is routed.
+    pub fn pending(self) -> Pending {
+        match self {
+            Query::UserTrades(i) => Pending::UserTrades(i),
+            Query::OpenOrders(i) => Pending::OpenOrders(i),
+            Query::Position(i) => Pending::Position(i),
+        }
+    }
+}
+
 /// What a request was, so its answer can be routed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pending {
