@@ -32,7 +32,8 @@
 //!    the positions with reduce-only market orders, and the session returns its report.
 //!
 //! # Layout
-//! - `wire`: the in-flight request table, the instrument table, venue report conversion.
+//! - `wire`: the in-flight request table, the queued queries, the instrument table, venue
+//!   report conversion.
 //! - `session`: `Session` and its loop; beneath it `config` (`LiveConfig`, stats, report),
 //!   `incoming` (answers, order reports, trades), `outgoing` (pacing, encoding) and
 //!   `housekeeping` (between frames).

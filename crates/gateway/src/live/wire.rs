@@ -1,7 +1,8 @@
 //! What the live session keeps about the wire between a request and its answer, and the
 //! conversion of Deribit's order and trade objects into the strategy crate's reports.
 //!
-//! Owns: [`InFlight`] (request id → what the request was, a fixed ring), [`Instruments`]
+//! Owns: [`InFlight`] (request id → what the request was, a fixed ring), [`Query`] (a
+//! per-instrument reconciliation query waiting for credits), [`Instruments`]
 //! (instrument name → id, specs and the per-instrument channel names), and the conversion of
 //! `deribit-proto` reports (decimal text) into `ticktrade_strategy` reports (ticks and lots).
 //! Must not: do I/O, read a clock, or allocate after start-up (the conversions borrow and copy
