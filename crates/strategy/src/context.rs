@@ -221,7 +221,8 @@ impl Context<'_> {
         if s.paused {
             return Err(Blocked::Paused);
         }
-        let order = *s.orders.get(&label).ok_or(Blocked::UnknownOrder)?;
+        let (slot, order) = s.orders.find(&label).ok_or(Blocked::UnknownOrder)?;
+        let order = *order;
         if !order.status.is_live() {
             return Err(Blocked::UnknownOrder);
         }
@@ -236,7 +237,7 @@ impl Context<'_> {
         let reference = reference(s, self.books, order.instrument);
         s.risk.check(&candidate, &s.orders, reference, self.now)?;
         self.out.push(Action::Edit { label, instrument: order.instrument, venue_id: order.venue_id, price, qty })?;
-        s.orders.note_request(&label, Request::Edit, price, qty);
+        s.orders.note_request_at(slot, Request::Edit, price, qty);
         s.risk.record_sent(self.now);
         Ok(())
     }

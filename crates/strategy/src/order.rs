@@ -224,8 +224,14 @@ impl Orders {
     }
 
     pub fn get(&self, label: &Label) -> Option<&Order> {
+        self.find(label).map(|(_, order)| order)
+    }
+
+    /// The order of `label` and its slot, for a caller that updates it after checks
+    /// ([`Self::note_request_at`]) without a second lookup.
+    pub fn find(&self, label: &Label) -> Option<(u32, &Order)> {
         let slot = self.by_label.get(label)?;
-        self.slots[slot as usize].as_ref()
+        self.slots[slot as usize].as_ref().map(|order| (slot, order))
     }
 
     /// Whether a report of `label` concerns this session: an order it tracks, or one with the
@@ -300,7 +306,14 @@ impl Orders {
 
     /// Notes an edit or cancel we are about to send.
     pub fn note_request(&mut self, label: &Label, request: Request, price: Price, qty: Qty) {
-        if let Some((_, order)) = self.slot_mut(label) {
+        if let Some(slot) = self.by_label.get(label) {
+            self.note_request_at(slot, request, price, qty);
+        }
+    }
+
+    /// [`Self::note_request`] for the slot [`Self::find`] gave.
+    pub fn note_request_at(&mut self, slot: u32, request: Request, price: Price, qty: Qty) {
+        if let Some(order) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) {
             match request {
                 Request::Edit => order.pending_edit = Some((price, qty)),
                 Request::Cancel => order.pending_cancel = true,
