@@ -21,7 +21,7 @@ use ticktrade_book::l2::{Action, LevelUpdate};
 use ticktrade_core::{InstrumentSpec, Price, Qty, Side};
 
 use crate::book::{BookHeader, BookKind, decode_book_units};
-use crate::scan::DecodeError;
+use crate::scan::{DecodeError, load8, same_bytes};
 
 /// A decoder for one instrument's book notifications. `repr(C)`: what the fixed-layout path
 /// reads (units, the two constant runs inline) comes first and in few cache lines; the spec,
@@ -497,53 +497,11 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Whether two slices of the same length are equal; words of eight bytes XORed and ORed
-/// together without an early exit, the last word overlapping the one before.
-#[inline(always)]
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    let n = a.len();
-    if n < 8 || b.len() != n {
-        return a == b;
-    }
-    let word = |s: &[u8], at: usize| load8(s, at);
-    let mut diff = 0u64;
-    let mut at = 0;
-    while at + 8 <= n {
-        diff |= word(a, at) ^ word(b, at);
-        at += 8;
-    }
-    diff |= word(a, n - 8) ^ word(b, n - 8);
-    diff == 0
-}
-
 /// The XOR of the first byte of each 64-byte line of `bytes` (a cheap way to start loading
 /// them all; the caller passes the result to `std::hint::black_box`).
 #[inline]
 pub fn touch_lines(bytes: &[u8]) -> u8 {
     bytes.iter().step_by(64).fold(0, |x, &b| x ^ b)
-}
-
-/// Eight bytes from `buf[at..]` as a little-endian word (the first byte lowest); past the end
-/// the missing bytes read as 0, which is not a digit.
-#[inline(always)]
-fn load8(buf: &[u8], at: usize) -> u64 {
-    match buf.get(at..at + 8) {
-        Some(bytes) => {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(bytes);
-            u64::from_le_bytes(word)
-        }
-        None => load8_tail(buf, at),
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn load8_tail(buf: &[u8], at: usize) -> u64 {
-    let mut word = [0u8; 8];
-    let rest = buf.get(at..).unwrap_or(&[]);
-    word[..rest.len()].copy_from_slice(rest);
-    u64::from_le_bytes(word)
 }
 
 /// How many of the word's bytes, from the first, are ASCII digits (0–8). A byte `b` is a digit

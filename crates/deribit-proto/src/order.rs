@@ -101,7 +101,12 @@ impl TimeInForce {
 /// A label chosen by the caller: ASCII and at most [`Label::MAX_LEN`] bytes (Deribit's limit),
 /// checked once by [`Label::new`] so that encoding cannot fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Label<'a>(&'a str);
+pub struct Label<'a> {
+    text: &'a str,
+    /// No byte needs escaping in a JSON string (found by the same pass as the ASCII check, so
+    /// the encoder copies the label without looking at it again).
+    plain: bool,
+}
 
 /// Why bytes are not a [`Label`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -119,15 +124,20 @@ impl<'a> Label<'a> {
         if bytes.len() > Self::MAX_LEN {
             return Err(LabelError::TooLong(bytes.len()));
         }
-        if let Some(at) = bytes.iter().position(|b| !b.is_ascii()) {
-            return Err(LabelError::NotAscii(at));
+        let mut plain = true;
+        for (at, &b) in bytes.iter().enumerate() {
+            if !b.is_ascii() {
+                return Err(LabelError::NotAscii(at));
+            }
+            plain &= b >= 0x20 && b != b'"' && b != b'\\';
         }
         // All ASCII, hence UTF-8.
-        std::str::from_utf8(bytes).map(Label).map_err(|e| LabelError::NotAscii(e.valid_up_to()))
+        let text = std::str::from_utf8(bytes).map_err(|e| LabelError::NotAscii(e.valid_up_to()))?;
+        Ok(Label { text, plain })
     }
 
     pub fn as_str(&self) -> &'a str {
-        self.0
+        self.text
     }
 }
 
@@ -412,7 +422,7 @@ fn write_tag_text(tag: OrderTag<'_>, out: &mut Vec<u8>) {
         OrderTag::Origin(label) => label.write(out),
         OrderTag::Text(label) => {
             let text = label.as_str();
-            if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            if label.plain {
                 out.extend_from_slice(text.as_bytes());
             } else {
                 // Rare: the generic escaper, without its quotes.

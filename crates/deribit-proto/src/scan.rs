@@ -52,7 +52,9 @@ impl<'a> Scanner<'a> {
 
     /// Skips `prefix` when the input continues with it exactly (used by fast paths).
     pub(crate) fn eat_prefix(&mut self, prefix: &[u8]) -> bool {
-        if self.rest().starts_with(prefix) {
+        // Word compares inline: the fixed layouts try one key per member, and a call into
+        // `bcmp` for each cost more than the compare.
+        if self.buf.get(self.pos..self.pos + prefix.len()).is_some_and(|head| same_bytes(head, prefix)) {
             self.pos += prefix.len();
             true
         } else {
@@ -402,15 +404,18 @@ impl<'a> Scanner<'a> {
 
     fn skip_string(&mut self) -> Result<(), DecodeError> {
         self.expect(b'"', "string")?;
+        // Eight bytes at a time to the next quote, backslash or control byte; a control byte
+        // is passed over (skipping is lenient, as the byte-wise loop was).
         loop {
-            match self.buf.get(self.pos) {
-                None => return Err(DecodeError::Incomplete),
-                Some(b'"') => {
-                    self.pos += 1;
+            let rest = self.rest();
+            let len = string_end(rest).ok_or(DecodeError::Incomplete)?;
+            match rest[len] {
+                b'"' => {
+                    self.pos += len + 1;
                     return Ok(());
                 }
-                Some(b'\\') => self.pos += 2,
-                Some(_) => self.pos += 1,
+                b'\\' => self.pos += len + 2,
+                _ => self.pos += len + 1,
             }
         }
     }
@@ -466,6 +471,56 @@ fn string_end(bytes: &[u8]) -> Option<usize> {
         base += 8;
     }
     chunks.remainder().iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).map(|i| base + i)
+}
+
+/// Whether two slices are equal, without a call into `bcmp`: words of eight bytes XORed and
+/// ORed together without an early exit, the last word overlapping the one before (four-byte
+/// words below eight bytes).
+#[inline(always)]
+pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if b.len() != n {
+        return false;
+    }
+    if n < 8 {
+        if n < 4 {
+            return a.iter().zip(b).all(|(x, y)| x == y);
+        }
+        let word = |s: &[u8], at: usize| s.get(at..at + 4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+        return word(a, 0) == word(b, 0) && word(a, n - 4) == word(b, n - 4);
+    }
+    let word = |s: &[u8], at: usize| load8(s, at);
+    let mut diff = 0u64;
+    let mut at = 0;
+    while at + 8 <= n {
+        diff |= word(a, at) ^ word(b, at);
+        at += 8;
+    }
+    diff |= word(a, n - 8) ^ word(b, n - 8);
+    diff == 0
+}
+
+/// Eight bytes from `buf[at..]` as a little-endian word (the first byte lowest); past the end
+/// the missing bytes read as 0, which is not a digit.
+#[inline(always)]
+pub(crate) fn load8(buf: &[u8], at: usize) -> u64 {
+    match buf.get(at..at + 8) {
+        Some(bytes) => {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(bytes);
+            u64::from_le_bytes(word)
+        }
+        None => load8_tail(buf, at),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn load8_tail(buf: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    let rest = buf.get(at..).unwrap_or(&[]);
+    word[..rest.len()].copy_from_slice(rest);
+    u64::from_le_bytes(word)
 }
 
 #[cfg(test)]
@@ -536,6 +591,34 @@ mod tests {
                 (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b),
                 (Err(_), Err(_)) => {}
                 (a, b) => proptest::prop_assert!(false, "{text}: core {a:?}, scanner {b:?}"),
+            }
+        }
+
+        #[test]
+        fn same_bytes_matches_eq(a in proptest::collection::vec(0u8..3, 0..24), b in proptest::collection::vec(0u8..3, 0..24)) {
+            proptest::prop_assert_eq!(same_bytes(&a, &b), a == b);
+            proptest::prop_assert!(same_bytes(&a, &a));
+        }
+
+        #[test]
+        fn skip_string_matches_naive(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40)) {
+            // The byte-wise rule: a backslash takes the next byte with it, a quote ends.
+            let mut frame = vec![b'"'];
+            frame.extend_from_slice(&body);
+            let mut naive = None;
+            let mut i = 1;
+            while i < frame.len() {
+                match frame[i] {
+                    b'"' => { naive = Some(i + 1); break; }
+                    b'\\' => i += 2,
+                    _ => i += 1,
+                }
+            }
+            let mut s = Scanner::new(&frame);
+            match (s.skip_string(), naive) {
+                (Ok(()), Some(end)) => proptest::prop_assert_eq!(s.pos, end),
+                (Err(DecodeError::Incomplete), None) => {}
+                (got, want) => proptest::prop_assert!(false, "{got:?} against {want:?}"),
             }
         }
 

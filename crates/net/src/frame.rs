@@ -246,18 +246,30 @@ pub fn close_code(payload: &[u8]) -> Option<u16> {
     Some(u16::from_be_bytes([*payload.first()?, *payload.get(1)?]))
 }
 
-/// XORs `payload` with `key`, as both masking and unmasking do (RFC 6455 §5.3). Eight bytes at
-/// a time; the compiler vectorises the loop.
+/// XORs `payload` with `key`, as both masking and unmasking do (RFC 6455 §5.3). Thirty-two
+/// bytes at a time (the byte loop over a fixed-size block compiles to vector XORs), then
+/// eight, then single bytes; every block length is a multiple of four, so the key's phase
+/// carries over.
 #[inline]
 pub fn apply_mask(payload: &mut [u8], key: [u8; 4]) {
+    let mut key32 = [0u8; 32];
+    for (i, k) in key32.iter_mut().enumerate() {
+        *k = key[i & 3];
+    }
+    let mut blocks = payload.chunks_exact_mut(32);
+    for block in &mut blocks {
+        for (b, k) in block.iter_mut().zip(&key32) {
+            *b ^= k;
+        }
+    }
     let key8 = u64::from_ne_bytes([key[0], key[1], key[2], key[3], key[0], key[1], key[2], key[3]]);
-    let mut chunks = payload.chunks_exact_mut(8);
-    for chunk in &mut chunks {
+    let mut words = blocks.into_remainder().chunks_exact_mut(8);
+    for chunk in &mut words {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
         chunk.copy_from_slice(&(u64::from_ne_bytes(word) ^ key8).to_ne_bytes());
     }
-    for (i, byte) in chunks.into_remainder().iter_mut().enumerate() {
+    for (i, byte) in words.into_remainder().iter_mut().enumerate() {
         *byte ^= key[i & 3];
     }
 }
