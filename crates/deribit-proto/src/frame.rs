@@ -124,6 +124,61 @@ pub fn scan_frame(frame: &[u8]) -> Result<Frame<'_>, DecodeError> {
     }
 }
 
+/// A response in the layout Deribit and ticktrade's simulator write — `{"jsonrpc":"2.0","id":N,"result":`,
+/// an object or array, then only the server's stamps (`usIn`, `usOut`, `usDiff`, `testnet`,
+/// in any order) and `}` — split into its id and the result's text, without walking the
+/// result. `None` for anything else ([`scan_frame`] then decides).
+///
+/// The result's text is not checked here: use this only where the whole result is decoded
+/// next by a decoder that refuses anything but a complete value (an order result through
+/// [`crate::report::decode_order_result`]). Walking a 700-byte order result once to find its
+/// end, and again to decode it, was most of an acknowledgement's cost on the hot thread.
+pub fn result_in_usual_layout(frame: &[u8]) -> Option<(u64, &[u8])> {
+    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+    let rest = frame.strip_prefix(HEAD)?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 19 || (digits > 1 && rest[0] == b'0') {
+        return None;
+    }
+    let id = rest[..digits].iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
+    let body = rest[digits..].strip_prefix(br#","result":"#)?;
+    // Back from the closing brace over `,"key":value` members of the stamps.
+    let mut end = body.len().checked_sub(1)?;
+    if body[end] != b'}' {
+        return None;
+    }
+    let mut seen = 0u8;
+    loop {
+        let value = &body[..end];
+        let len = match value.last()? {
+            b'0'..=b'9' => value.iter().rev().take_while(|b| b.is_ascii_digit()).count(),
+            b'e' if value.ends_with(b"true") => 4,
+            b'e' if value.ends_with(b"false") => 5,
+            _ => return None,
+        };
+        let before = &value[..value.len() - len];
+        let (bit, key_len) = [
+            (1u8, &br#","usIn":"#[..]),
+            (2, &br#","usOut":"#[..]),
+            (4, &br#","usDiff":"#[..]),
+            (8, &br#","testnet":"#[..]),
+        ]
+        .into_iter()
+        .find(|(_, key)| before.ends_with(key))
+        .map(|(bit, key)| (bit, key.len()))?;
+        if seen & bit != 0 {
+            return None;
+        }
+        seen |= bit;
+        end = before.len() - key_len;
+        if matches!(body.get(end.checked_sub(1)?), Some(b'}' | b']')) {
+            break;
+        }
+    }
+    let result = &body[..end];
+    matches!(result.first(), Some(b'{' | b'[')).then_some((id, result))
+}
+
 #[derive(Default)]
 struct Params<'a> {
     channel: Option<&'a str>,
@@ -205,6 +260,55 @@ mod tests {
         );
         let frame = br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"parse error"}}"#;
         assert!(matches!(scan_frame(frame), Ok(Frame::Error { id: None, error: ErrorReport { code: -32700, .. } })));
+    }
+
+    #[test]
+    fn usual_layout_results_split_without_a_walk() {
+        let sim = br#"{"jsonrpc":"2.0","id":7,"result":{"order":{"a":"}"},"trades":[]},"testnet":false,"usIn":1,"usOut":22,"usDiff":21}"#;
+        assert_eq!(result_in_usual_layout(sim), Some((7, &br#"{"order":{"a":"}"},"trades":[]}"#[..])));
+        let deribit = br#"{"jsonrpc":"2.0","id":12,"result":[1,2],"usIn":1,"usOut":2,"usDiff":1,"testnet":true}"#;
+        assert_eq!(result_in_usual_layout(deribit), Some((12, &b"[1,2]"[..])));
+        for other in [
+            &br#"{"jsonrpc":"2.0","id":7,"result":"ok","usIn":1}"#[..],
+            br#"{"jsonrpc":"2.0","id":7,"result":{},"usIn":1,"usIn":2}"#,
+            br#"{"jsonrpc":"2.0","id":7,"result":{},"other":1}"#,
+            br#"{"jsonrpc":"2.0","id":07,"result":{},"usIn":1}"#,
+            br#"{"jsonrpc":"2.0","id":7,"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":7,"error":{},"usIn":1}"#,
+            br#"{"jsonrpc":"2.0","id":7,"result":{},"usIn":-1}"#,
+            br#" {"jsonrpc":"2.0","id":7,"result":{},"usIn":1}"#,
+            br#"{"jsonrpc":"2.0","id":7,"result":{},"usIn":1} "#,
+            br#"{"jsonrpc":"2.0","id":7,"result":,"usIn":1}"#,
+        ] {
+            assert_eq!(result_in_usual_layout(other), None, "{}", String::from_utf8_lossy(other));
+        }
+    }
+
+    use proptest::strategy::Strategy as _;
+
+    proptest::proptest! {
+        /// Whatever it accepts, the full classifier reads as the same result, or refuses only
+        /// because the result's own text is not JSON (which the result's decoder refuses too).
+        #[test]
+        fn usual_layout_agrees_with_scan_frame(bytes in proptest::prop_oneof![
+            proptest::sample::select(vec![
+                r#"{}"#, r#"[]"#, r#"{"a":"},\"usIn\":1"}"#, r#"[{"b":[1,{"c":true}]},"]"]"#,
+                r#"{"order":{"x":1},"trades":[]}"#, r#"{"a":1},"result":{"b":2}"#, r#"{"a":1}}"#,
+            ]).prop_map(|s: &str| s.as_bytes().to_vec()),
+            proptest::collection::vec(proptest::sample::select(br#"{}[],:"01a\ usIntrue"#.to_vec()), 0..24),
+        ], stamps in 0usize..4) {
+            let tails = [r#","usIn":1,"usOut":2,"usDiff":1,"testnet":false}"#, r#","testnet":true,"usIn":5}"#, r#","usDiff":0}"#, r#"}"#];
+            let mut frame = br#"{"jsonrpc":"2.0","id":3,"result":"#.to_vec();
+            frame.extend_from_slice(&bytes);
+            frame.extend_from_slice(tails[stamps].as_bytes());
+            if let Some((id, result)) = result_in_usual_layout(&frame) {
+                proptest::prop_assert_eq!(id, 3);
+                let alone = Scanner::new(result).span().is_ok_and(|span| span.len() == result.len());
+                if alone {
+                    proptest::prop_assert_eq!(scan_frame(&frame), Ok(Frame::Result { id: Some(3), result }));
+                }
+            }
+        }
     }
 
     #[test]

@@ -27,7 +27,7 @@ use ticktrade_book::L2Book;
 use ticktrade_book::l2::{ApplyError, LevelUpdate};
 use ticktrade_core::{Clock, Decimal, InstrumentId, InstrumentSpec, Mono};
 use ticktrade_deribit_proto::book_fast::FastBookDecoder;
-use ticktrade_deribit_proto::frame::{ChannelKind, Frame, scan_frame};
+use ticktrade_deribit_proto::frame::{ChannelKind, Frame, result_in_usual_layout, scan_frame};
 use ticktrade_deribit_proto::order::{
     Label as WireLabel, OrderEncoder, OrderKind, OrderRequest as WireOrder, OrderTag,
 };
@@ -492,14 +492,14 @@ impl<S: Strategy> Core<S> {
         self.on_other(payload, t0)
     }
 
-    /// The instrument of a book notification in the usual key order, from its channel name.
+    /// The instrument of a book notification in the usual key order, from its channel name
+    /// (compared as bytes with the names subscribed to, which are UTF-8).
     #[inline]
     fn book_instrument(&self, payload: &[u8]) -> Option<InstrumentId> {
         let rest = payload.strip_prefix(BOOK_PREFIX)?;
         let start = BOOK_PREFIX.len() - b"book.".len();
         let len = rest.iter().position(|&b| b == b'"')? + b"book.".len();
-        let channel = std::str::from_utf8(&payload[start..start + len]).ok()?;
-        self.instruments.of_book_channel(channel)
+        self.instruments.of_book_channel(&payload[start..start + len])
     }
 
     /// Decode → apply → strategy → encode for one book frame.

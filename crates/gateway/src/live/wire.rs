@@ -8,6 +8,7 @@
 //! Must not: do I/O, read a clock, or allocate after start-up (the conversions borrow and copy
 //! into inline strings).
 
+use rustc_hash::FxHashMap;
 use ticktrade_core::{Decimal, InstrumentId, InstrumentSpec, Price, Qty, Side};
 use ticktrade_deribit_proto::report::OrderReport as WireOrder;
 use ticktrade_deribit_proto::report::{OrderState, TradeReport};
@@ -114,6 +115,15 @@ impl InFlight {
         }
     }
 
+    /// The request `id` answers, left in place.
+    #[inline]
+    pub fn peek(&self, id: u64) -> Option<&Pending> {
+        match &self.slots[(id & self.mask) as usize] {
+            Some((held, pending)) if *held == id => Some(pending),
+            _ => None,
+        }
+    }
+
     /// Whether any request matching `f` is still unanswered.
     pub fn any(&self, mut f: impl FnMut(&Pending) -> bool) -> bool {
         self.slots.iter().flatten().any(|(_, p)| f(p))
@@ -138,13 +148,16 @@ pub struct Instruments {
     pub book_channels: Vec<String>,
     /// `user.orders.{name}.raw`, `user.trades.{name}.raw`, `ticker.{name}.100ms`.
     pub private_channels: Vec<String>,
+    /// `book_channels` back to the instrument: every book frame is looked up here, so a
+    /// session on hundreds of instruments must not compare names one by one.
+    by_book_channel: FxHashMap<Box<[u8]>, InstrumentId>,
 }
 
 impl Instruments {
     /// `raw` books need an authenticated session; without one the `100ms` books are used.
     pub fn new(specs: Vec<InstrumentSpec>, authenticated: bool) -> Instruments {
         let interval = if authenticated { "raw" } else { "100ms" };
-        let book_channels = specs.iter().map(|s| format!("book.{}.{interval}", s.name)).collect();
+        let book_channels: Vec<String> = specs.iter().map(|s| format!("book.{}.{interval}", s.name)).collect();
         let private_channels = if authenticated {
             specs
                 .iter()
@@ -153,7 +166,9 @@ impl Instruments {
         } else {
             Vec::new()
         };
-        Instruments { specs, book_channels, private_channels }
+        let by_book_channel =
+            (0u32..).zip(&book_channels).map(|(i, c)| (c.as_bytes().into(), InstrumentId(i))).collect();
+        Instruments { specs, book_channels, private_channels, by_book_channel }
     }
 
     pub fn len(&self) -> usize {
@@ -172,8 +187,8 @@ impl Instruments {
 
     /// The instrument of a book channel (`book.{name}.…`).
     #[inline]
-    pub fn of_book_channel(&self, channel: &str) -> Option<InstrumentId> {
-        self.book_channels.iter().position(|c| c == channel).map(|i| InstrumentId(i as u32))
+    pub fn of_book_channel(&self, channel: &[u8]) -> Option<InstrumentId> {
+        self.by_book_channel.get(channel).copied()
     }
 
     pub fn spec(&self, id: InstrumentId) -> &InstrumentSpec {
@@ -289,8 +304,8 @@ mod tests {
                 .unwrap(),
         ];
         let instruments = Instruments::new(specs, true);
-        assert_eq!(instruments.of_book_channel("book.BTC-PERPETUAL.raw"), Some(InstrumentId(0)));
-        assert_eq!(instruments.of_book_channel("book.ETH-PERPETUAL.raw"), None);
+        assert_eq!(instruments.of_book_channel(b"book.BTC-PERPETUAL.raw"), Some(InstrumentId(0)));
+        assert_eq!(instruments.of_book_channel(b"book.ETH-PERPETUAL.raw"), None);
         assert_eq!(instruments.private_channels, ["user.orders.BTC-PERPETUAL.raw", "user.trades.BTC-PERPETUAL.raw"]);
         let public = Instruments::new(instruments.specs.clone(), false);
         assert_eq!(public.book_channels, ["book.BTC-PERPETUAL.100ms"]);

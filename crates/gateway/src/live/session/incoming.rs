@@ -11,6 +11,19 @@ impl<S: Strategy> Core<S> {
     /// Everything that is not a book notification in the usual layout.
     #[cold]
     pub(super) fn on_other(&mut self, payload: &[u8], t0: RawTicks) -> Option<RawStamps> {
+        // An order's acknowledgement in the usual layout: its result is decoded whole by
+        // `decode_order_result`, which refuses anything but one complete order result, so
+        // the envelope need not walk it first.
+        if let Some((id, result)) = result_in_usual_layout(payload)
+            && matches!(self.inflight.peek(id), Some(Pending::Place(_) | Pending::Edit(_)))
+            && let Some(pending) = self.inflight.take(id)
+        {
+            self.stats.results += 1;
+            let now = self.now();
+            self.on_result(pending, result, now);
+            self.after_answer(now);
+            return None;
+        }
         let frame = match scan_frame(payload) {
             Ok(frame) => frame,
             Err(_) => {
@@ -21,7 +34,7 @@ impl<S: Strategy> Core<S> {
         let now = self.now();
         match frame {
             Frame::Notification { kind: ChannelKind::Book, channel, .. } => {
-                let instrument = self.instruments.of_book_channel(channel)?;
+                let instrument = self.instruments.of_book_channel(channel.as_bytes())?;
                 return self.on_book(instrument, payload, t0);
             }
             Frame::Notification { kind, data, .. } => {
@@ -52,11 +65,17 @@ impl<S: Strategy> Core<S> {
                 self.on_error(pending, error.code, error.message, now);
             }
         }
+        self.after_answer(now);
+        None
+    }
+
+    /// What the strategy queued while an answer or notification was applied goes out in the
+    /// same turn; the journal entries follow.
+    fn after_answer(&mut self, now: Mono) {
         if !self.outbox.is_empty() {
             self.send_actions(now);
         }
         self.flush_journal();
-        None
     }
 
     pub(super) fn on_result(&mut self, pending: Pending, result: &[u8], now: Mono) {
