@@ -94,8 +94,9 @@ impl<S: Strategy> Core<S> {
 
     fn after_auth(&mut self, now: Mono) {
         if let Phase::Stopping(_) = self.sync.phase {
-            // Reconnected while stopping: go straight back to cancelling.
-            self.stop_step_cancel(now);
+            // Reconnected while stopping: go straight back to cancelling, everywhere (what
+            // the venue did meanwhile is unknown).
+            self.stop_step_cancel(now, true);
             return;
         }
         let interval = self.config.heartbeat_s.max(10);
@@ -193,10 +194,12 @@ impl<S: Strategy> Core<S> {
                 }
                 self.reconcile_progress(now);
             }
-            Pending::OpenOrders(_) => {
+            Pending::OpenOrders(instrument) => {
                 let Core { instruments, recon, stats, .. } = self;
                 let decoded = ticktrade_deribit_proto::report::for_each_order(result, |order, _| {
                     recon.venue_open += 1;
+                    // The stop's next cancel round covers this instrument.
+                    recon.cancel[instrument.0 as usize] = true;
                     match order_report(&order, instruments) {
                         Ok(report) => recon.open.push(report),
                         Err(_) => stats.dropped_reports += 1,
@@ -426,23 +429,38 @@ impl<S: Strategy> Core<S> {
             self.sync.phase = Phase::Done;
             return;
         }
+        // The first round covers the instruments our live orders (pending ones included) are
+        // on; before the first reconciliation a previous run's orders may be anywhere.
+        self.recon.cancel.iter_mut().for_each(|c| *c = false);
+        for order in self.runner.orders().live() {
+            self.recon.cancel[order.instrument.0 as usize] = true;
+        }
         if self.sync.authenticated {
-            self.stop_step_cancel(now);
+            self.stop_step_cancel(now, !self.sync.ever_live);
         }
     }
 
-    fn stop_step_cancel(&mut self, now: Mono) {
+    /// One cancel round of the stop: a `cancel_all_by_instrument` for every instrument
+    /// (`all`) or for those marked in `recon.cancel`, paced by the matching-engine credits
+    /// (what cannot go now waits in `deferred`, sent between frames as credits come back): a
+    /// burst of one per instrument on hundreds of instruments got the connection dropped.
+    /// The verify step that follows marks the instruments where the venue still lists open
+    /// orders, of any client, for the next round.
+    fn stop_step_cancel(&mut self, now: Mono, all: bool) {
         self.sync.phase = Phase::Stopping(StopStep::Cancel);
-        let action = Action::CancelAll { instrument: None };
-        // Stopping outranks pacing: a cancel-all is sent even if it overdraws the credits.
-        for _ in 0..self.instruments.len() {
-            let _ = self.credits.try_take(Class::Matching, now.0);
+        for i in 0..self.instruments.len() {
+            if std::mem::take(&mut self.recon.cancel[i]) || all {
+                self.send_or_defer(Action::CancelAll { instrument: Some(InstrumentId(i as u32)) }, now);
+            }
         }
-        self.send_unpaced(action, now);
+        // Nothing to cancel: verify at once.
+        self.on_cancel_all_done();
     }
 
     pub(super) fn on_cancel_all_done(&mut self) {
-        if self.sync.phase != Phase::Stopping(StopStep::Cancel) || self.inflight.any(|p| *p == Pending::CancelAll) {
+        let waiting = self.inflight.any(|p| *p == Pending::CancelAll)
+            || self.deferred.iter().any(|a| matches!(a, Action::CancelAll { .. }));
+        if self.sync.phase != Phase::Stopping(StopStep::Cancel) || waiting {
             return;
         }
         self.sync.phase = Phase::Stopping(StopStep::Verify);
@@ -452,8 +470,8 @@ impl<S: Strategy> Core<S> {
 
     fn stop_verified(&mut self, now: Mono) {
         if self.recon.venue_open > 0 {
-            // Something was placed or triggered meanwhile: cancel again.
-            self.stop_step_cancel(now);
+            // Something was placed or triggered meanwhile: cancel again where it is.
+            self.stop_step_cancel(now, false);
             return;
         }
         let open = std::mem::take(&mut self.recon.open);

@@ -104,6 +104,8 @@ pub(super) struct Recon {
     /// Per-instrument queries waiting for request credits: a session on hundreds of
     /// instruments asks more than the venue's burst.
     pub queries: VecDeque<Query>,
+    /// Instruments the stop's next cancel round covers.
+    pub cancel: Vec<bool>,
 }
 
 /// The session minus its connection, so a frame borrowed from the reader can be handled.
@@ -219,7 +221,7 @@ impl<S: Strategy> Session<S> {
                 reconciled: false,
                 ever_live: false,
             },
-            deferred: VecDeque::with_capacity(slots + 16),
+            deferred: VecDeque::with_capacity(slots + 16 + n),
             deferred_cap: slots + 16,
             last_book: vec![now; n],
             last_recv: now,
@@ -235,6 +237,7 @@ impl<S: Strategy> Session<S> {
                 deadline: None,
                 stop_why: None,
                 queries: VecDeque::with_capacity(3 * n),
+                cancel: vec![false; n],
             },
             last_trade_seq: vec![None; n],
             next_timer: now,

@@ -88,6 +88,10 @@ impl<S: Strategy> Core<S> {
     /// A cancel that cannot go out now waits, in order. The queue holds one entry per order
     /// slot; beyond that, a cancel-all replaces everything queued (it covers them all).
     pub fn defer(&mut self, action: Action) {
+        if matches!(self.sync.phase, Phase::Stopping(_)) {
+            // The stop's own cancel rounds cover every order; the queue holds theirs.
+            return;
+        }
         if self.deferred.len() >= self.deferred_cap {
             self.deferred.clear();
             self.deferred.push_back(Action::CancelAll { instrument: None });
@@ -96,13 +100,19 @@ impl<S: Strategy> Core<S> {
         self.deferred.push_back(action);
     }
 
-    /// Sends `action` without spending credits (the stop sequence).
-    pub(in crate::live) fn send_unpaced(&mut self, action: Action, now: Mono) {
+    /// Sends `action` if its credits are there, or queues it behind the deferred cancels
+    /// without the queue's cap (the stop's cancels must all go out; the queue has room for
+    /// one per instrument besides).
+    pub(in crate::live) fn send_or_defer(&mut self, action: Action, now: Mono) {
         if !self.sync.connected {
             return;
         }
-        self.encode_action(action);
-        self.pending_journal_push(Entry::Sent { at: now, action, dry_run: false });
+        if self.deferred.is_empty() && self.credits_for(action, now).is_ok() {
+            self.encode_action(action);
+            self.pending_journal_push(Entry::Sent { at: now, action, dry_run: false });
+        } else {
+            self.deferred.push_back(action);
+        }
     }
 
     /// Encodes a request for `action` (credits already spent).
