@@ -124,13 +124,11 @@ impl<'a> Label<'a> {
         if bytes.len() > Self::MAX_LEN {
             return Err(LabelError::TooLong(bytes.len()));
         }
-        let mut plain = true;
-        for (at, &b) in bytes.iter().enumerate() {
-            if !b.is_ascii() {
-                return Err(LabelError::NotAscii(at));
-            }
-            plain &= b >= 0x20 && b != b'"' && b != b'\\';
+        // Word-wise checks: a label is built for every order the hot thread sends.
+        if !bytes.is_ascii() {
+            return Err(LabelError::NotAscii(bytes.iter().position(|b| !b.is_ascii()).unwrap_or(0)));
         }
+        let plain = crate::scan::string_end(bytes).is_none();
         // All ASCII, hence UTF-8.
         let text = std::str::from_utf8(bytes).map_err(|e| LabelError::NotAscii(e.valid_up_to()))?;
         Ok(Label { text, plain })

@@ -219,7 +219,7 @@ proptest! {
         price in prop_oneof![-1_000_000_000i64..1_000_000_000, any::<i64>()],
         qty in prop_oneof![0i64..1_000_000_000, any::<i64>()],
         market: bool, buy: bool, flags in any::<[bool; 3]>(), tif in tif(),
-        label in prop_oneof![Just(None), "[ -~]{0,64}".prop_map(Some)],
+        label in prop_oneof![Just(None), "[ -~]{0,64}".prop_map(Some), "[\\x00-\\x7f]{0,64}".prop_map(Some)],
         origin: Option<(i64, u64)>, id: u64,
     ) {
         let spec = spec(tick, unit);

@@ -450,7 +450,7 @@ pub(crate) const POW10_U64: [u64; 19] = {
 /// equal to `c` makes `(x ^ c·0x01…) - 0x01…` borrow into its top bit; the lowest flagged byte
 /// is always a true match, because borrows only travel upwards).
 #[inline]
-fn string_end(bytes: &[u8]) -> Option<usize> {
+pub(crate) fn string_end(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let mut chunks = bytes.chunks_exact(8);
