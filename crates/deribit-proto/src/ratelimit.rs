@@ -238,6 +238,23 @@ impl Credits {
         self.buckets[class as usize].try_take(now_ns)
     }
 
+    /// Spends the credits of `n` requests at once, or none: `Err` says how many ns until all
+    /// `n` fit (`u64::MAX`: never, more than the bucket holds).
+    pub fn try_take_n(&mut self, class: Class, now_ns: u64, n: u64) -> Result<(), u64> {
+        let bucket = &mut self.buckets[class as usize];
+        bucket.refill(now_ns);
+        let cost = u128::from(bucket.rule.cost) * NANO * u128::from(n);
+        if bucket.nano_credits >= cost {
+            bucket.nano_credits -= cost;
+            return Ok(());
+        }
+        if bucket.rule.refill_per_s == 0 || cost > bucket.cap {
+            return Err(u64::MAX);
+        }
+        let missing = cost - bucket.nano_credits;
+        Err(u64::try_from(missing.div_ceil(u128::from(bucket.rule.refill_per_s))).unwrap_or(u64::MAX))
+    }
+
     /// Spends one request's credits like [`Credits::try_take`], but only while `keep` more
     /// requests of the class would still fit afterwards (false: nothing spent). Bulk work (a
     /// reconciliation of hundreds of instruments) leaves room for the requests that cannot
@@ -294,6 +311,17 @@ mod tests {
         // A full client bucket holds burst - 1 requests; ten of them are gone.
         let left = (0..).take_while(|_| credits.try_take(Class::NonMatching, 0).is_ok()).count() as u64;
         assert_eq!(left, rule.burst() - 1 - 10);
+    }
+
+    #[test]
+    fn several_requests_take_all_their_credits_or_none() {
+        let mut credits = Credits::client(RateLimits::default(), 0);
+        let burst = RateLimits::default().matching.burst() - 1;
+        assert_eq!(credits.try_take_n(Class::Matching, 0, burst + 1).map_err(|_| ()), Err(()));
+        // The refused batch spent nothing: the whole burst is still there.
+        assert_eq!(credits.try_take_n(Class::Matching, 0, burst), Ok(()));
+        assert!(credits.try_take(Class::Matching, 0).is_err());
+        assert_eq!(credits.try_take_n(Class::Matching, 0, 10 * (burst + 1)), Err(u64::MAX), "more than it holds");
     }
 
     #[test]

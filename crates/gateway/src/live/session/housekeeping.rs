@@ -33,6 +33,15 @@ impl<S: Strategy> Core<S> {
         while self.sync.authenticated && !self.config.dry_run {
             let Some(action) = self.deferred.front().copied() else { break };
             if self.credits_for(action, now).is_err() {
+                if action == (Action::CancelAll { instrument: None }) && self.instruments.len() > 1 {
+                    // Its requests may be more than the venue's burst: one per instrument,
+                    // each paced on its own (the queue has room for one per instrument).
+                    self.deferred.pop_front();
+                    for i in (0..self.instruments.len()).rev() {
+                        self.deferred.push_front(Action::CancelAll { instrument: Some(InstrumentId(i as u32)) });
+                    }
+                    continue;
+                }
                 break;
             }
             self.deferred.pop_front();

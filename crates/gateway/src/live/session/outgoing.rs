@@ -72,17 +72,14 @@ impl<S: Strategy> Core<S> {
         self.pending_journal_push(Entry::Sent { at: now, action, dry_run: false });
     }
 
-    /// Spends the matching-engine credits of `action`'s requests (a cancel-all of every
-    /// instrument is one request per instrument).
+    /// Spends the matching-engine credits of `action`'s requests, all or none (a cancel-all
+    /// of every instrument is one request per instrument).
     pub(super) fn credits_for(&mut self, action: Action, now: Mono) -> Result<(), u64> {
         let n = match action {
             Action::CancelAll { instrument: None } => self.instruments.len(),
             _ => 1,
         };
-        for _ in 0..n {
-            self.credits.try_take(Class::Matching, now.0)?;
-        }
-        Ok(())
+        self.credits.try_take_n(Class::Matching, now.0, n as u64)
     }
 
     /// A cancel that cannot go out now waits, in order. The queue holds one entry per order
