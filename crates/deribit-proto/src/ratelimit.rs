@@ -177,9 +177,10 @@ impl Bucket {
         self.nano_credits = (self.nano_credits + elapsed * u128::from(self.rule.refill_per_s)).min(self.cap);
     }
 
-    fn try_take(&mut self, now_ns: u64) -> Result<(), u64> {
+    /// The credits of `n` requests, all or none.
+    fn try_take(&mut self, now_ns: u64, n: u64) -> Result<(), u64> {
         self.refill(now_ns);
-        let cost = u128::from(self.rule.cost) * NANO;
+        let cost = u128::from(self.rule.cost) * NANO * u128::from(n);
         if self.nano_credits >= cost {
             self.nano_credits -= cost;
             return Ok(());
@@ -235,24 +236,13 @@ impl Credits {
     /// Spends one request's credits at `now_ns`, or says how many ns until there are enough
     /// (`u64::MAX`: never, the rule cannot grant it).
     pub fn try_take(&mut self, class: Class, now_ns: u64) -> Result<(), u64> {
-        self.buckets[class as usize].try_take(now_ns)
+        self.buckets[class as usize].try_take(now_ns, 1)
     }
 
     /// Spends the credits of `n` requests at once, or none: `Err` says how many ns until all
     /// `n` fit (`u64::MAX`: never, more than the bucket holds).
     pub fn try_take_n(&mut self, class: Class, now_ns: u64, n: u64) -> Result<(), u64> {
-        let bucket = &mut self.buckets[class as usize];
-        bucket.refill(now_ns);
-        let cost = u128::from(bucket.rule.cost) * NANO * u128::from(n);
-        if bucket.nano_credits >= cost {
-            bucket.nano_credits -= cost;
-            return Ok(());
-        }
-        if bucket.rule.refill_per_s == 0 || cost > bucket.cap {
-            return Err(u64::MAX);
-        }
-        let missing = cost - bucket.nano_credits;
-        Err(u64::try_from(missing.div_ceil(u128::from(bucket.rule.refill_per_s))).unwrap_or(u64::MAX))
+        self.buckets[class as usize].try_take(now_ns, n)
     }
 
     /// Spends one request's credits like [`Credits::try_take`], but only while `keep` more
