@@ -103,8 +103,8 @@ impl TimeInForce {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Label<'a> {
     text: &'a str,
-    /// No byte needs escaping in a JSON string (found by the same pass as the ASCII check, so
-    /// the encoder copies the label without looking at it again).
+    /// No byte needs escaping in a JSON string (found once, when the label is made, so the
+    /// encoder copies it without looking at it again).
     plain: bool,
 }
 

@@ -177,18 +177,20 @@ impl Bucket {
         self.nano_credits = (self.nano_credits + elapsed * u128::from(self.rule.refill_per_s)).min(self.cap);
     }
 
-    /// The credits of `n` requests, all or none.
-    fn try_take(&mut self, now_ns: u64, n: u64) -> Result<(), u64> {
+    /// The credits of `n` requests, all or none, provided `keep` more requests would still
+    /// fit afterwards; `Err` says how many ns until they would.
+    fn try_take(&mut self, now_ns: u64, n: u64, keep: u64) -> Result<(), u64> {
         self.refill(now_ns);
-        let cost = u128::from(self.rule.cost) * NANO * u128::from(n);
-        if self.nano_credits >= cost {
+        let request = u128::from(self.rule.cost) * NANO;
+        let (cost, needed) = (request * u128::from(n), request * u128::from(n + keep));
+        if self.nano_credits >= needed {
             self.nano_credits -= cost;
             return Ok(());
         }
-        if self.rule.refill_per_s == 0 || cost > self.cap {
+        if self.rule.refill_per_s == 0 || needed > self.cap {
             return Err(u64::MAX);
         }
-        let missing = cost - self.nano_credits;
+        let missing = needed - self.nano_credits;
         Err(u64::try_from(missing.div_ceil(u128::from(self.rule.refill_per_s))).unwrap_or(u64::MAX))
     }
 }
@@ -236,13 +238,13 @@ impl Credits {
     /// Spends one request's credits at `now_ns`, or says how many ns until there are enough
     /// (`u64::MAX`: never, the rule cannot grant it).
     pub fn try_take(&mut self, class: Class, now_ns: u64) -> Result<(), u64> {
-        self.buckets[class as usize].try_take(now_ns, 1)
+        self.buckets[class as usize].try_take(now_ns, 1, 0)
     }
 
     /// Spends the credits of `n` requests at once, or none: `Err` says how many ns until all
     /// `n` fit (`u64::MAX`: never, more than the bucket holds).
     pub fn try_take_n(&mut self, class: Class, now_ns: u64, n: u64) -> Result<(), u64> {
-        self.buckets[class as usize].try_take(now_ns, n)
+        self.buckets[class as usize].try_take(now_ns, n, 0)
     }
 
     /// Spends one request's credits like [`Credits::try_take`], but only while `keep` more
@@ -250,14 +252,7 @@ impl Credits {
     /// reconciliation of hundreds of instruments) leaves room for the requests that cannot
     /// wait (heartbeat answers, cancels).
     pub fn try_take_keeping(&mut self, class: Class, now_ns: u64, keep: u64) -> bool {
-        let bucket = &mut self.buckets[class as usize];
-        bucket.refill(now_ns);
-        let cost = u128::from(bucket.rule.cost) * NANO;
-        if bucket.nano_credits < cost * u128::from(keep + 1) {
-            return false;
-        }
-        bucket.nano_credits -= cost;
-        true
+        self.buckets[class as usize].try_take(now_ns, 1, keep).is_ok()
     }
 
     /// Empties every bucket at `now_ns` (the venue cut us off: wait for a refill).
