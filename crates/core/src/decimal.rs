@@ -207,6 +207,14 @@ impl Decimal {
         let scale = self.scale.max(unit.scale);
         let value = self.mantissa_at(scale);
         let step = unit.mantissa_at(scale);
+        // Prices and sizes almost always fit 64 bits at the common scale: a 64-bit division
+        // instead of a call into the 128-bit one (`step` is positive, so no overflow).
+        if let (Ok(value), Ok(step)) = (i64::try_from(value), i64::try_from(step)) {
+            if value % step != 0 {
+                return Err(NumberError::OffGrid);
+            }
+            return Ok(value / step);
+        }
         if value % step != 0 {
             return Err(NumberError::OffGrid);
         }
@@ -437,6 +445,19 @@ mod tests {
             let mut out = Vec::new();
             write_units(units, unit, &mut out);
             prop_assert_eq!(Decimal::parse_bytes(&out), Ok(value));
+        }
+
+        #[test]
+        fn units_match_128_bit_division(m in any::<i64>(), s in 0u8..=18, unit_m in 1i64..1_000_000, unit_s in 0u8..=18) {
+            let (value, unit) = (Decimal::new(m, s).unwrap(), Decimal::new(unit_m, unit_s).unwrap());
+            let scale = s.max(unit_s);
+            let (v, step) = (value.mantissa_at(scale), unit.mantissa_at(scale));
+            let naive = if v % step != 0 {
+                Err(NumberError::OffGrid)
+            } else {
+                i64::try_from(v / step).map_err(|_| NumberError::Overflow)
+            };
+            prop_assert_eq!(value.to_units(unit), naive);
         }
     }
 }
