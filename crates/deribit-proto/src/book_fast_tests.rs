@@ -175,6 +175,17 @@ proptest! {
     }
 
     #[test]
+    fn two_word_integers_match_the_digit_rule(text in "0?[0-9]{0,21}[,\\]}x]?") {
+        let (mut fast, mut rule) = (Cursor { buf: text.as_bytes(), pos: 0 }, Cursor { buf: text.as_bytes(), pos: 0 });
+        let got = fast.u64();
+        prop_assert_eq!(got, rule.digits().map(|(v, _)| v));
+        // After a refusal the frame goes to the general decoder, wherever the cursor is.
+        if got.is_some() {
+            prop_assert_eq!(fast.pos, rule.pos);
+        }
+    }
+
+    #[test]
     fn encoded_frames_round_trip_like_the_general_decoder(
         levels in prop::collection::vec(level_strategy(), 0..20),
         tick in prop::sample::select(vec!["0.5", "1", "0.0001", "25", "2.5"]),

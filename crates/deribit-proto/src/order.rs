@@ -102,7 +102,8 @@ impl TimeInForce {
 /// checked once by [`Label::new`] so that encoding cannot fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Label<'a> {
-    text: &'a str,
+    /// ASCII, hence UTF-8 (checked in [`Label::new`]).
+    text: &'a [u8],
     /// No byte needs escaping in a JSON string (found once, when the label is made, so the
     /// encoder copies it without looking at it again).
     plain: bool,
@@ -124,18 +125,24 @@ impl<'a> Label<'a> {
         if bytes.len() > Self::MAX_LEN {
             return Err(LabelError::TooLong(bytes.len()));
         }
-        // Word-wise checks: a label is built for every order the hot thread sends.
-        if !bytes.is_ascii() {
-            return Err(LabelError::NotAscii(bytes.iter().position(|b| !b.is_ascii()).unwrap_or(0)));
+        // One word-wise pass for the usual label: a label is built for every order the hot
+        // thread sends.
+        if crate::scan::plain_ascii(bytes) {
+            return Ok(Label { text: bytes, plain: true });
         }
-        let plain = crate::scan::string_end(bytes).is_none();
-        // All ASCII, hence UTF-8.
-        let text = std::str::from_utf8(bytes).map_err(|e| LabelError::NotAscii(e.valid_up_to()))?;
-        Ok(Label { text, plain })
+        if let Some(at) = bytes.iter().position(|b| !b.is_ascii()) {
+            return Err(LabelError::NotAscii(at));
+        }
+        Ok(Label { text: bytes, plain: false })
+    }
+
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.text
     }
 
     pub fn as_str(&self) -> &'a str {
-        self.text
+        // ASCII was checked in `new`, so this never falls back.
+        std::str::from_utf8(self.text).unwrap_or_default()
     }
 }
 
@@ -419,10 +426,10 @@ fn write_tag_text(tag: OrderTag<'_>, out: &mut Vec<u8>) {
         OrderTag::None => {}
         OrderTag::Origin(label) => label.write(out),
         OrderTag::Text(label) => {
-            let text = label.as_str();
             if label.plain {
-                out.extend_from_slice(text.as_bytes());
+                out.extend_from_slice(label.as_bytes());
             } else {
+                let text = label.as_str();
                 // Rare: the generic escaper, without its quotes.
                 let start = out.len();
                 write_json_str(out, text);
@@ -433,40 +440,36 @@ fn write_tag_text(tag: OrderTag<'_>, out: &mut Vec<u8>) {
     }
 }
 
-use crate::scan::POW10_U64 as POW10;
-
 /// Appends `mantissa / 10^scale` as the shortest exact decimal (`64250.5`, `10`, `0.0001`).
 #[inline]
 fn write_fixed(mantissa: i64, scale: u8, out: &mut Vec<u8>) {
     if mantissa < 0 {
         out.push(b'-');
     }
-    let magnitude = mantissa.unsigned_abs();
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(mantissa.unsigned_abs()).as_bytes();
     let scale = usize::from(scale).min(18);
     if scale == 0 {
-        out.extend_from_slice(itoa::Buffer::new().format(magnitude).as_bytes());
+        out.extend_from_slice(digits);
         return;
     }
-    let pow = POW10[scale];
-    let (int_part, mut frac) = (magnitude / pow, magnitude % pow);
-    out.extend_from_slice(itoa::Buffer::new().format(int_part).as_bytes());
-    if frac == 0 {
+    // The point goes `scale` digits from the right of the mantissa's digits (zeros in front
+    // when there are fewer): no division, one copy out.
+    let mut text = [b'0'; 41];
+    let width = digits.len().max(scale + 1);
+    text[width - digits.len()..width].copy_from_slice(digits);
+    let int_len = width - scale;
+    let mut end = width;
+    while end > int_len && text[end - 1] == b'0' {
+        end -= 1;
+    }
+    if end == int_len {
+        out.extend_from_slice(&text[..int_len]);
         return;
     }
-    let mut digits = scale;
-    while frac % 10 == 0 {
-        frac /= 10;
-        digits -= 1;
-    }
-    out.push(b'.');
-    let mut buf = [b'0'; 18];
-    let mut pos = digits;
-    while pos > 0 {
-        pos -= 1;
-        buf[pos] = b'0' + (frac % 10) as u8;
-        frac /= 10;
-    }
-    out.extend_from_slice(&buf[..digits]);
+    text.copy_within(int_len..end, int_len + 1);
+    text[int_len] = b'.';
+    out.extend_from_slice(&text[..end + 1]);
 }
 
 #[cfg(test)]

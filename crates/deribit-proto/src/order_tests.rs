@@ -257,3 +257,15 @@ proptest! {
         prop_assert_eq!(a, b);
     }
 }
+
+proptest! {
+    /// The encoder's number text is the decimal's own shortest text.
+    #[test]
+    fn fixed_numbers_are_the_decimals_shortest_text(m in prop_oneof![any::<i64>(), -100_000i64..100_000], scale in 0u8..=18) {
+        let mut fast = Vec::new();
+        write_fixed(m, scale, &mut fast);
+        let mut want = Vec::new();
+        Decimal::new(m, scale).unwrap().write(&mut want);
+        prop_assert_eq!(String::from_utf8(fast).unwrap(), String::from_utf8(want).unwrap());
+    }
+}

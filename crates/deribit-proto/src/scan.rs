@@ -74,7 +74,8 @@ impl<'a> Scanner<'a> {
     #[inline]
     pub(crate) fn ws(&mut self) {
         while let Some(&b) = self.buf.get(self.pos) {
-            if !matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
+            // One compare for the usual case: every blank is at most a space.
+            if b > b' ' || !matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
                 break;
             }
             self.pos += 1;
@@ -158,6 +159,15 @@ impl<'a> Scanner<'a> {
     /// values may carry escapes (labels, messages, ids) on paths that must not fail on them.
     #[inline]
     pub(crate) fn raw_str(&mut self) -> Result<&'a str, DecodeError> {
+        let start = self.pos + 1;
+        let text = self.raw_bytes()?;
+        std::str::from_utf8(text).map_err(|_| DecodeError::Unexpected { at: offset(start), expected: "UTF-8" })
+    }
+
+    /// [`Self::raw_str`] without the UTF-8 check, for values compared with ASCII constants
+    /// (an order state, a side): whatever is not one of them is refused by the caller.
+    #[inline]
+    pub(crate) fn raw_bytes(&mut self) -> Result<&'a [u8], DecodeError> {
         self.expect(b'"', "string")?;
         let start = self.pos;
         loop {
@@ -168,8 +178,7 @@ impl<'a> Scanner<'a> {
                     b'"' => {
                         let text = &self.buf[start..self.pos + len];
                         self.pos += len + 1;
-                        return std::str::from_utf8(text)
-                            .map_err(|_| DecodeError::Unexpected { at: offset(start), expected: "UTF-8" });
+                        return Ok(text);
                     }
                     b'\\' => {
                         if rest.len() < len + 2 {
@@ -473,6 +482,42 @@ pub(crate) fn string_end(bytes: &[u8]) -> Option<usize> {
     chunks.remainder().iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).map(|i| base + i)
 }
 
+/// Whether a JSON string body needs no escaping and is ASCII: no `"`, `\\`, control byte or
+/// byte of 0x80 and up (the flags of [`string_end`] with each byte's top bit, in one pass).
+#[inline]
+pub(crate) fn plain_ascii(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let flags = |x: u64| {
+        let quote = x ^ (ONES * u64::from(b'"'));
+        let backslash = x ^ (ONES * u64::from(b'\\'));
+        (quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | x.wrapping_sub(ONES * 0x20)
+            | x
+    };
+    let word_at = |at: usize| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&bytes[at..at + 8]);
+        u64::from_le_bytes(word)
+    };
+    let n = bytes.len();
+    if n < 8 {
+        let mut word = [b' '; 8];
+        word[..n].copy_from_slice(bytes);
+        return flags(u64::from_le_bytes(word)) & HIGHS == 0;
+    }
+    // Whole words, then the last eight bytes (overlapping the one before): any flagged byte
+    // is one of the input's, so overlap cannot change the answer.
+    let mut any = flags(word_at(n - 8));
+    let mut at = 0;
+    while at + 8 < n {
+        any |= flags(word_at(at));
+        at += 8;
+    }
+    any & HIGHS == 0
+}
+
 /// Whether two slices are equal, without a call into `bcmp`: words of eight bytes XORed and
 /// ORed together without an early exit, the last word overlapping the one before (four-byte
 /// words below eight bytes).
@@ -626,6 +671,15 @@ mod tests {
         fn string_end_matches_naive(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40)) {
             let naive = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
             proptest::prop_assert_eq!(string_end(&bytes), naive);
+        }
+
+        #[test]
+        fn plain_ascii_matches_naive(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![0x20u8..0x7f, proptest::prelude::any::<u8>()], 0..40)
+        ) {
+            let naive = bytes.iter().all(|&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\');
+            proptest::prop_assert_eq!(plain_ascii(&bytes), naive);
         }
     }
 

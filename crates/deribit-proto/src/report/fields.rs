@@ -13,8 +13,8 @@ fn enum_value<'a, E>(
 ) -> Result<E, DecodeError> {
     s.ws();
     let at = crate::scan::offset(s.pos());
-    let text = s.raw_str()?;
-    parse(text.as_bytes()).ok_or(DecodeError::Unexpected { at, expected })
+    let text = s.raw_bytes()?;
+    parse(text).ok_or(DecodeError::Unexpected { at, expected })
 }
 
 pub(super) fn side(text: &[u8]) -> Option<Side> {
