@@ -77,6 +77,7 @@ fn check(c: &mut Criterion) {
         price: Price::from_raw(99_995),
         qty: Qty::from_raw(5),
         replaces: None,
+        filled: Qty::ZERO,
     };
     let reference = Some(Price::from_raw(100_000));
     let mut group = c.benchmark_group("risk_check");

@@ -200,6 +200,7 @@ impl Context<'_> {
             price: order.price,
             qty: order.qty,
             replaces: None,
+            filled: Qty::ZERO,
         };
         let reference = reference(s, self.books, order.instrument);
         s.risk.check(&candidate, &s.orders, reference, self.now)?;
@@ -222,21 +223,22 @@ impl Context<'_> {
             return Err(Blocked::Paused);
         }
         let (slot, order) = s.orders.find(&label).ok_or(Blocked::UnknownOrder)?;
-        let order = *order;
         if !order.status.is_live() {
             return Err(Blocked::UnknownOrder);
         }
         if !matches!(order.status, Status::Open | Status::PartlyFilled) || order.pending_cancel {
             return Err(Blocked::NotOpen);
         }
-        let spec = s.specs.get(order.instrument.0 as usize).ok_or(Blocked::UnknownInstrument)?;
+        let (instrument, venue_id) = (order.instrument, order.venue_id);
+        let spec = s.specs.get(instrument.0 as usize).ok_or(Blocked::UnknownInstrument)?;
         if !spec.tick_rule.is_valid(price) {
             return Err(Blocked::OffGrid);
         }
-        let candidate = Candidate { instrument: order.instrument, side: order.side, price, qty, replaces: Some(label) };
-        let reference = reference(s, self.books, order.instrument);
+        let candidate =
+            Candidate { instrument, side: order.side, price, qty, replaces: Some(label), filled: order.filled() };
+        let reference = reference(s, self.books, instrument);
         s.risk.check(&candidate, &s.orders, reference, self.now)?;
-        self.out.push(Action::Edit { label, instrument: order.instrument, venue_id: order.venue_id, price, qty })?;
+        self.out.push(Action::Edit { label, instrument, venue_id, price, qty })?;
         s.orders.note_request_at(slot, Request::Edit, price, qty);
         s.risk.record_sent(self.now);
         Ok(())

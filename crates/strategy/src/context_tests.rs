@@ -210,3 +210,41 @@ fn trades_reach_on_trade() {
     r.on_trade(&trade, &books(99, 101), Mono(1), &mut Outbox::with_capacity(1));
     assert_eq!(r.strategy().0, 3);
 }
+
+#[test]
+fn an_edit_is_checked_on_what_can_still_trade() {
+    let limits = Limits {
+        instruments: vec![InstrumentLimits { max_order_qty: Some(Qty::from_raw(10)), ..Default::default() }],
+        ..Limits::default()
+    };
+    let mut r = runner(limits);
+    r.strategy.place = Some(buy(99, 10));
+    let mut out = Outbox::with_capacity(4);
+    let b = books(99, 101);
+    r.on_book(InstrumentId(0), &b, Mono(1), &mut out);
+    r.strategy.place = None;
+    let label = r.strategy().results[0].unwrap();
+    out.clear();
+    let report = |filled: i64, updated_ms: i64| OrderReport {
+        label,
+        venue_id: VenueId::try_from_str("BTC-1").unwrap(),
+        instrument: InstrumentId(0),
+        side: Side::Buy,
+        price: Price::from_raw(99),
+        qty: Qty::from_raw(10),
+        filled: Qty::from_raw(filled),
+        avg_price: Decimal::from_int(99),
+        state: VenueState::Open,
+        updated_ms,
+    };
+    r.on_report(&report(4, 5), &b, Mono(2), &mut out);
+    assert_eq!(r.orders().get(&label).map(|o| o.status), Some(Status::PartlyFilled));
+    let (state, books, now) = (&mut r.state, &b, Mono(3));
+    let mut ctx = Context { state, books, out: &mut out, now };
+    // 14 in total, 4 of them filled: 10 can still trade, which is the limit.
+    assert_eq!(ctx.edit(label, Price::from_raw(98), Qty::from_raw(14)), Ok(()));
+    assert_eq!(
+        ctx.edit(label, Price::from_raw(98), Qty::from_raw(15)),
+        Err(Blocked::OrderQty { limit: Qty::from_raw(10) })
+    );
+}

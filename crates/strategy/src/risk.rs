@@ -161,6 +161,9 @@ pub struct Candidate {
     pub qty: Qty,
     /// The order being edited: its current size does not count twice.
     pub replaces: Option<Label>,
+    /// What the order being edited has filled (zero for a new order): the caller has just
+    /// looked it up, so the checks do not again.
+    pub filled: Qty,
 }
 
 /// What our live orders on one instrument add up to, and how many live orders there are.
@@ -256,8 +259,7 @@ impl Risk {
         let limits = self.limits.instruments.get(order.instrument.0 as usize).copied().unwrap_or_default();
         // An edit's size is the venue's total, filled part included; what can still trade is
         // the rest, and that is what the size, notional and position limits bound.
-        let filled = order.replaces.and_then(|l| orders.get(&l)).map_or(Qty::ZERO, |o| o.filled());
-        let tradable = order.qty.saturating_sub(filled).max(Qty::ZERO);
+        let tradable = order.qty.saturating_sub(order.filled).max(Qty::ZERO);
         if let Some(limit) = limits.max_order_qty
             && tradable > limit
         {

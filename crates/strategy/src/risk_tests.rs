@@ -57,6 +57,7 @@ fn candidate(buy: bool, price: i64, qty: i64) -> Candidate {
         price: Price::from_raw(price),
         qty: Qty::from_raw(qty),
         replaces: None,
+        filled: Qty::ZERO,
     }
 }
 
