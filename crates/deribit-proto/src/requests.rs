@@ -231,6 +231,46 @@ pub fn get_user_trades_by_instrument(
     });
 }
 
+/// `private/get_open_orders_by_currency` (all kinds, all order types): every open order on
+/// every instrument Deribit files under `currency`, the session's or not.
+pub fn get_open_orders_by_currency(out: &mut Vec<u8>, id: u64, currency: &str) {
+    encode_request(out, id, "private/get_open_orders_by_currency", |p| {
+        p.str("currency", currency);
+    });
+}
+
+/// `private/get_positions` of every instrument (all kinds) in `currency`; instruments without a
+/// position may be left out.
+pub fn get_positions(out: &mut Vec<u8>, id: u64, currency: &str) {
+    encode_request(out, id, "private/get_positions", |p| {
+        p.str("currency", currency);
+    });
+}
+
+/// `private/get_user_trades_by_currency` from `start_timestamp_ms` (included; Deribit then
+/// returns the earliest first), at most `count` trades, oldest first when `ascending`.
+pub fn get_user_trades_by_currency(
+    out: &mut Vec<u8>,
+    id: u64,
+    currency: &str,
+    start_timestamp_ms: Option<u64>,
+    count: Option<u32>,
+    ascending: bool,
+) {
+    encode_request(out, id, "private/get_user_trades_by_currency", |p| {
+        p.str("currency", currency);
+        if let Some(ms) = start_timestamp_ms {
+            p.u64("start_timestamp", ms);
+        }
+        if let Some(count) = count {
+            p.u64("count", u64::from(count));
+        }
+        if ascending {
+            p.str("sorting", "asc");
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +297,28 @@ mod tests {
         out.clear();
         cancel_by_label(&mut out, 3, OrderTag::None, None);
         assert_eq!(text(&out), r#"{"jsonrpc":"2.0","id":3,"method":"private/cancel_by_label","params":{"label":""}}"#);
+    }
+
+    #[test]
+    fn currency_wide_queries() {
+        let mut out = Vec::new();
+        get_open_orders_by_currency(&mut out, 4, "ETH");
+        assert_eq!(
+            text(&out),
+            r#"{"jsonrpc":"2.0","id":4,"method":"private/get_open_orders_by_currency","params":{"currency":"ETH"}}"#
+        );
+        out.clear();
+        get_positions(&mut out, 5, "BTC");
+        assert_eq!(
+            text(&out),
+            r#"{"jsonrpc":"2.0","id":5,"method":"private/get_positions","params":{"currency":"BTC"}}"#
+        );
+        out.clear();
+        get_user_trades_by_currency(&mut out, 6, "BTC", Some(1_700_000_000_000), Some(1000), true);
+        assert_eq!(
+            text(&out),
+            r#"{"jsonrpc":"2.0","id":6,"method":"private/get_user_trades_by_currency","params":{"currency":"BTC","start_timestamp":1700000000000,"count":1000,"sorting":"asc"}}"#
+        );
     }
 
     #[test]

@@ -75,3 +75,70 @@ async fn user_trades_by_time_and_orders_by_label() {
     assert_eq!(no_label["error"]["data"]["param"], "label", "{no_label}");
     sim.shutdown().await;
 }
+
+/// The currency-wide readers a session reconciles with: trades of one currency page oldest
+/// first from a start time with `has_more`, `kind` narrows them, and open orders and positions
+/// of the currency cover every instrument of it.
+#[tokio::test]
+async fn currency_wide_reads_page_and_filter_by_kind() {
+    let sim = sim().await;
+    let mut c = WsClient::connect(&sim.ws_url()).await;
+    c.auth().await;
+    let start = c.call("public/get_time", json!({})).await["result"].as_i64().unwrap();
+    for amount in [10, 20, 30] {
+        let bought = c
+            .call("private/buy", json!({"instrument_name": "BTC-PERPETUAL", "amount": amount, "type": "market"}))
+            .await;
+        assert!(!bought["result"]["trades"].as_array().unwrap().is_empty(), "{bought}");
+    }
+    let page =
+        |from: i64, count: u32| json!({"currency": "BTC", "start_timestamp": from, "count": count, "sorting": "asc"});
+    let all = c.call("private/get_user_trades_by_currency", page(start, 1000)).await;
+    let every = ids(&all);
+    assert!(every.len() >= 3, "{all}");
+    assert_eq!(all["result"]["has_more"], false);
+    let first = c.call("private/get_user_trades_by_currency", page(start, 2)).await;
+    assert_eq!((ids(&first), first["result"]["has_more"].as_bool()), (every[..2].to_vec(), Some(true)), "{first}");
+    // The next page starts at the last one's time, included: nothing is skipped.
+    let last_ms = first["result"]["trades"][1]["timestamp"].as_i64().unwrap();
+    let next = c.call("private/get_user_trades_by_currency", page(last_ms, 1000)).await;
+    let rest = ids(&next);
+    assert!(rest.contains(&every[2]), "{next}");
+
+    let kind = |kind: &str| json!({"currency": "BTC", "start_timestamp": start, "count": 1000, "kind": kind});
+    let futures = c.call("private/get_user_trades_by_currency", kind("future")).await;
+    assert_eq!(ids(&futures).len(), every.len(), "{futures}");
+    let options = c.call("private/get_user_trades_by_currency", kind("option")).await;
+    assert_eq!(ids(&options), Vec::<String>::new(), "{options}");
+    let any = c.call("private/get_user_trades_by_currency", kind("any")).await;
+    assert_eq!(ids(&any).len(), every.len(), "{any}");
+    let bad = c.call("private/get_user_trades_by_currency", kind("swap")).await;
+    assert_eq!(bad["error"]["data"]["param"], "kind", "{bad}");
+
+    // By instrument, a catch-up starts after the last sequence number seen.
+    let seqs: Vec<u64> =
+        all["result"]["trades"].as_array().unwrap().iter().map(|t| t["trade_seq"].as_u64().unwrap()).collect();
+    let after = c
+        .call(
+            "private/get_user_trades_by_instrument",
+            json!({"instrument_name": "BTC-PERPETUAL", "start_seq": seqs[1] + 1, "count": 1000, "sorting": "asc"}),
+        )
+        .await;
+    let later: Vec<u64> =
+        after["result"]["trades"].as_array().unwrap().iter().map(|t| t["trade_seq"].as_u64().unwrap()).collect();
+    assert_eq!(later, seqs[2..].to_vec(), "{after}");
+    let upto = c
+        .call(
+            "private/get_user_trades_by_instrument",
+            json!({"instrument_name": "BTC-PERPETUAL", "end_seq": seqs[0], "count": 1000}),
+        )
+        .await;
+    assert_eq!(ids(&upto), every[..1].to_vec(), "{upto}");
+
+    let positions = c.call("private/get_positions", json!({"currency": "BTC"})).await;
+    let perp = positions["result"].as_array().unwrap().iter().find(|p| p["instrument_name"] == "BTC-PERPETUAL");
+    assert_eq!(perp.map(|p| p["size"].as_f64()), Some(Some(60.0)), "{positions}");
+    let none = c.call("private/get_positions", json!({"currency": "ETH"})).await;
+    assert_eq!(none["result"], json!([]), "{none}");
+    sim.shutdown().await;
+}

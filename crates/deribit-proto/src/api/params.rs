@@ -216,6 +216,11 @@ pub struct FilterParams {
     pub start_timestamp: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_timestamp: Option<i64>,
+    /// `get_user_trades_by_instrument`: the first and last `trade_seq` returned, both included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_seq: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_seq: Option<u64>,
 }
 
 /// `private/close_position`.

@@ -20,11 +20,36 @@ use ticktrade_strategy::{Action, Blocked, Label, Status as OrderStatus, Strategy
 
 use super::journal::{Entry, Link};
 use super::session::{Core, Exit, LiveError, LiveReport, Phase, StopStep, book_fill};
-use super::wire::{Pending, Query, closing_side, order_report, position_lots};
+use super::wire::{Group, Pending, Query, closing_side, order_report, position_lots};
 
 /// Requests of the non-matching class the queued queries leave unspent, for what cannot wait
 /// for a refill (heartbeat answers, the stop's checks).
 const QUERY_HEADROOM: u64 = 5;
+
+/// How far the venue's clock may be behind this host's: a currency's trades catch-up starts
+/// this much before the time this host last knew every trade of it was seen. A wider margin
+/// only re-reads trades the sequence filter then drops.
+const CLOCK_MARGIN_MS: u64 = 60_000;
+
+/// The trades catch-up of currency groups. Deribit's `trade_seq` counts per instrument, so a
+/// currency-wide query cannot start after the last trade seen the way
+/// `get_user_trades_by_instrument`'s `start_seq` does; it reads a time window instead, oldest
+/// first, and drops what was seen before by sequence number.
+#[derive(Clone, Debug, Default)]
+pub(super) struct CatchUp {
+    /// Per group, a time (this host's clock, ms) before which every trade of the group was
+    /// seen: the first connection's, then the start of the last complete catch-up. A trade of
+    /// ours is never older than the first connection (our labels are this run's).
+    covered_ms: Vec<u64>,
+    /// When the running catch-up began (its queries went out after it).
+    started_ms: u64,
+    /// `last_trade_seq` when the running catch-up began: a trade at or below it was booked
+    /// already. Not the live figure: a page may list one instrument's trades of one
+    /// millisecond in any order, and an unseen one must not be dropped for a later seq seen
+    /// first. Repeats within the catch-up (pages overlap on their boundary millisecond) are
+    /// recent, and the strategy's trade-id memory drops them.
+    seen_before: Vec<Option<u64>>,
+}
 
 impl<S: Strategy> Core<S> {
     /// A new connection: everything the venue knew of the old one is gone.
@@ -41,6 +66,10 @@ impl<S: Strategy> Core<S> {
         self.wire.clear();
         self.last_recv = now;
         self.last_book.iter_mut().for_each(|t| *t = now);
+        if self.recon.trades.covered_ms.len() != self.instruments.currencies.len() {
+            let start_ms = self.wall_ms();
+            self.recon.trades.covered_ms = vec![start_ms; self.instruments.currencies.len()];
+        }
         self.runner.strategy_mut().record(Entry::Link { at: now, link: Link::Connected });
         match self.config.credentials.clone() {
             Some(credentials) => {
@@ -131,6 +160,11 @@ impl<S: Strategy> Core<S> {
         }
     }
 
+    /// This host's clock, in ms since the Unix epoch.
+    fn wall_ms(&self) -> u64 {
+        (self.clock.utc().0 / 1_000_000).max(0) as u64
+    }
+
     /// The currency Deribit files an instrument's orders under.
     fn currency(&self, instrument: InstrumentId) -> &str {
         let spec = self.instruments.spec(instrument);
@@ -195,27 +229,49 @@ impl<S: Strategy> Core<S> {
                 self.reconcile_progress(now);
             }
             Pending::OpenOrders(instrument) => {
-                let Core { instruments, recon, stats, .. } = self;
-                let decoded = ticktrade_deribit_proto::report::for_each_order(result, |order, _| {
-                    recon.venue_open += 1;
-                    // The stop's next cancel round covers this instrument.
-                    recon.cancel[instrument.0 as usize] = true;
-                    match order_report(&order, instruments) {
-                        Ok(report) => recon.open.push(report),
-                        Err(_) => stats.dropped_reports += 1,
-                    }
-                });
-                if decoded.is_err() {
-                    self.malformed("open orders");
-                }
+                self.apply_open_orders(result, |_, _| Some(instrument));
+                self.reconcile_progress(now);
+            }
+            Pending::CurrencyOpenOrders(group) => {
+                // Other instruments of the currency are not the session's: neither its order
+                // state nor the stop's to cancel.
+                self.apply_open_orders(result, |instruments, name| instruments.in_group(name, group));
                 self.reconcile_progress(now);
             }
             Pending::Position(instrument) => {
-                match position_of(result).and_then(|(size, avg)| {
-                    position_lots(self.instruments.spec(instrument), size).ok().map(|lots| (lots, avg))
+                match position_of(result).and_then(|p| {
+                    position_lots(self.instruments.spec(instrument), p.size.0)
+                        .ok()
+                        .map(|lots| (lots, p.average_price.0))
                 }) {
                     Some((lots, avg)) => self.recon.positions.push((instrument, lots, avg)),
                     None => self.malformed("position"),
+                }
+                self.reconcile_progress(now);
+            }
+            Pending::CurrencyPositions(group) => {
+                self.apply_positions(result, group);
+                self.reconcile_progress(now);
+            }
+            Pending::CurrencyTrades { group, from_ms } => {
+                if let Some((has_more, last_ms)) = self.apply_currency_trades(result, group, now) {
+                    match (has_more, last_ms) {
+                        // The next page starts at the last one's millisecond, included: trades
+                        // of that millisecond the page had no room for are not skipped.
+                        (true, Some(last)) if last > from_ms => {
+                            self.query(Query::CurrencyTrades { group, from_ms: last });
+                        }
+                        // A full page within one millisecond: the window cannot move past it.
+                        // The per-instrument catch-up pages by sequence number instead.
+                        (true, _) => {
+                            let members: Vec<InstrumentId> = self.instruments.members(group).collect();
+                            members.into_iter().for_each(|i| self.request_trades(i));
+                        }
+                        (false, _) => {
+                            let covered = &mut self.recon.trades.covered_ms[group.0 as usize];
+                            *covered = (*covered).max(self.recon.trades.started_ms);
+                        }
+                    }
                 }
                 self.reconcile_progress(now);
             }
@@ -236,7 +292,15 @@ impl<S: Strategy> Core<S> {
                 self.fatal = Some(LiveError::Refused { what: "the subscriptions", code, message: message.to_owned() });
             }
             Some(Pending::CancelAll) => self.on_cancel_all_done(),
-            Some(Pending::OrderByLabel(_) | Pending::UserTrades(_) | Pending::OpenOrders(_) | Pending::Position(_)) => {
+            Some(
+                Pending::OrderByLabel(_)
+                | Pending::UserTrades(_)
+                | Pending::OpenOrders(_)
+                | Pending::Position(_)
+                | Pending::CurrencyTrades { .. }
+                | Pending::CurrencyOpenOrders(_)
+                | Pending::CurrencyPositions(_),
+            ) => {
                 // A query the venue refused (e.g. credits): the connection is reset and the
                 // reconciliation starts over on the next one.
                 tracing::warn!("reconciliation query refused: {code} {message}");
@@ -266,6 +330,76 @@ impl<S: Strategy> Core<S> {
         }
     }
 
+    /// An open orders answer: each order on an instrument `owner` names is counted, marked for
+    /// the stop's next cancel round, and kept for the snapshot.
+    fn apply_open_orders(
+        &mut self,
+        result: &[u8],
+        owner: impl Fn(&super::wire::Instruments, &str) -> Option<InstrumentId>,
+    ) {
+        let Core { instruments, recon, stats, .. } = self;
+        let decoded = ticktrade_deribit_proto::report::for_each_order(result, |order, _| {
+            let Some(instrument) = owner(instruments, order.instrument_name) else { return };
+            recon.venue_open += 1;
+            // The stop's next cancel round covers this instrument.
+            recon.cancel[instrument.0 as usize] = true;
+            match order_report(&order, instruments) {
+                Ok(report) => recon.open.push(report),
+                Err(_) => stats.dropped_reports += 1,
+            }
+        });
+        if decoded.is_err() {
+            self.malformed("open orders");
+        }
+    }
+
+    /// A `get_positions` answer: the group's instruments it lists, and a flat position for
+    /// those it leaves out (Deribit lists only instruments with a position, or recently had).
+    fn apply_positions(&mut self, result: &[u8], group: Group) {
+        let Some(rows) = positions_of(result) else {
+            self.malformed("positions");
+            return;
+        };
+        let first = self.recon.positions.len();
+        for row in &rows {
+            let Some(instrument) = self.instruments.in_group(&row.instrument_name, group) else { continue };
+            match position_lots(self.instruments.spec(instrument), row.size.0) {
+                Ok(lots) => self.recon.positions.push((instrument, lots, row.average_price.0)),
+                Err(_) => self.malformed("position"),
+            }
+        }
+        let members: Vec<InstrumentId> = self.instruments.members(group).collect();
+        for instrument in members {
+            if !self.recon.positions[first..].iter().any(|(i, _, _)| *i == instrument) {
+                self.recon.positions.push((instrument, 0, Decimal::ZERO));
+            }
+        }
+    }
+
+    /// One page of a currency's trades catch-up: the group's trades not seen before the
+    /// catch-up began are booked (only our labels). Returns `has_more` and the page's newest
+    /// trade time, or `None` if the answer does not decode.
+    fn apply_currency_trades(&mut self, result: &[u8], group: Group, now: Mono) -> Option<(bool, Option<u64>)> {
+        let Core { runner, instruments, books, outbox, stats, last_trade_seq, recon, .. } = self;
+        let seen_before = &recon.trades.seen_before;
+        let mut last_ms: Option<u64> = None;
+        let decoded = ticktrade_deribit_proto::report::decode_user_trades(result, |trade, _| {
+            last_ms = Some(last_ms.map_or(trade.timestamp, |ms| ms.max(trade.timestamp)));
+            let Some(instrument) = instruments.in_group(trade.instrument_name, group) else { return };
+            if seen_before.get(instrument.0 as usize).copied().flatten().is_some_and(|seq| trade.trade_seq <= seq) {
+                return;
+            }
+            book_fill(runner, instruments, books, outbox, stats, last_trade_seq, &trade, now, true);
+        });
+        match decoded {
+            Ok(has_more) => Some((has_more, last_ms)),
+            Err(_) => {
+                self.malformed("user trades");
+                None
+            }
+        }
+    }
+
     /// A closing order's result: its trades change the position.
     fn apply_result_trades_and_order(&mut self, result: &[u8], now: Mono) {
         let Core { runner, instruments, books, outbox, stats, last_trade_seq, .. } = self;
@@ -281,9 +415,34 @@ impl<S: Strategy> Core<S> {
         self.query(Query::UserTrades(instrument));
     }
 
-    /// Queues a per-instrument query; it goes out as soon as the venue's non-matching credits
-    /// allow (`send_queries`), so a session on many instruments never gets
-    /// `too_many_requests` back for its own reconciliation.
+    /// Trades missed since the last ones seen: a time window of each currency group (a page
+    /// per `trades_page` trades of the account in it, not a request per instrument), and the
+    /// per-instrument query of the instruments in no group.
+    fn catch_up_trades(&mut self) {
+        let now_ms = self.wall_ms();
+        let catch_up = &mut self.recon.trades;
+        catch_up.started_ms = now_ms;
+        catch_up.seen_before.clone_from(&self.last_trade_seq);
+        let groups: Vec<Query> = (0u16..)
+            .zip(&catch_up.covered_ms)
+            .map(|(g, covered)| Query::CurrencyTrades {
+                group: Group(g),
+                from_ms: covered.saturating_sub(CLOCK_MARGIN_MS),
+            })
+            .collect();
+        for query in groups {
+            self.query(query);
+        }
+        for i in 0..self.instruments.len() {
+            if self.instruments.group[i].is_none() {
+                self.request_trades(InstrumentId(i as u32));
+            }
+        }
+    }
+
+    /// Queues a query; it goes out as soon as the venue's non-matching credits allow
+    /// (`send_queries`), so a session on many instruments never gets `too_many_requests` back
+    /// for its own reconciliation.
     fn query(&mut self, query: Query) {
         self.recon.queries.push_back(query);
         self.send_queries(self.now());
@@ -297,10 +456,21 @@ impl<S: Strategy> Core<S> {
                 return;
             }
             self.recon.queries.pop_front();
+            self.stats.queries += 1;
             let id = self.inflight.issue(query.pending());
-            let instrument = query.instrument();
-            let name = self.instruments.spec(instrument).name.clone();
-            let start = self.last_trade_seq[instrument.0 as usize].map(|s| s + 1);
+            let name = match query {
+                Query::UserTrades(i) | Query::OpenOrders(i) | Query::Position(i) => {
+                    self.instruments.spec(i).name.clone()
+                }
+                Query::CurrencyTrades { group: g, .. } | Query::CurrencyOpenOrders(g) | Query::CurrencyPositions(g) => {
+                    self.instruments.currencies[g.0 as usize].clone()
+                }
+            };
+            let start = match query {
+                Query::UserTrades(i) => self.last_trade_seq[i.0 as usize].map(|s| s + 1),
+                _ => None,
+            };
+            let page = self.config.trades_page.clamp(1, 1000);
             self.encode_request(|out| match query {
                 Query::UserTrades(_) => match start {
                     Some(seq) => requests::get_user_trades_by_instrument(out, id, &name, Some(seq), Some(1000), true),
@@ -309,6 +479,13 @@ impl<S: Strategy> Core<S> {
                 },
                 Query::OpenOrders(_) => requests::get_open_orders_by_instrument(out, id, &name),
                 Query::Position(_) => requests::get_position(out, id, &name),
+                // Oldest first from the window's start, as many as a request may return: each
+                // page starts where the last one ended, so none is skipped (`CurrencyTrades`).
+                Query::CurrencyTrades { from_ms, .. } => {
+                    requests::get_user_trades_by_currency(out, id, &name, Some(from_ms), Some(page), true)
+                }
+                Query::CurrencyOpenOrders(_) => requests::get_open_orders_by_currency(out, id, &name),
+                Query::CurrencyPositions(_) => requests::get_positions(out, id, &name),
             });
         }
     }
@@ -331,9 +508,7 @@ impl<S: Strategy> Core<S> {
             self.request(Class::NonMatching, |out| requests::get_order_state_by_label(out, id, &currency, tag));
         }
         if self.sync.ever_live {
-            for i in 0..self.instruments.len() {
-                self.request_trades(InstrumentId(i as u32));
-            }
+            self.catch_up_trades();
         }
         self.reconcile_progress(now);
     }
@@ -347,6 +522,9 @@ impl<S: Strategy> Core<S> {
                     | Pending::UserTrades(_)
                     | Pending::OpenOrders(_)
                     | Pending::Position(_)
+                    | Pending::CurrencyTrades { .. }
+                    | Pending::CurrencyOpenOrders(_)
+                    | Pending::CurrencyPositions(_)
                     | Pending::Flatten(_)
             )
         };
@@ -381,13 +559,26 @@ impl<S: Strategy> Core<S> {
         }
     }
 
-    /// Asks the venue for each instrument's open orders and/or position.
+    /// Asks the venue for the open orders and/or positions of every instrument: one request
+    /// per currency group, one per instrument in none.
     fn query_venue(&mut self, open_orders: bool, positions: bool) {
         if open_orders {
             self.recon.venue_open = 0;
         }
+        for g in 0..self.instruments.currencies.len() {
+            let group = Group(g as u16);
+            if open_orders {
+                self.query(Query::CurrencyOpenOrders(group));
+            }
+            if positions {
+                self.query(Query::CurrencyPositions(group));
+            }
+        }
         for i in 0..self.instruments.len() {
             let instrument = InstrumentId(i as u32);
+            if self.instruments.group[i].is_some() {
+                continue;
+            }
             if open_orders {
                 self.query(Query::OpenOrders(instrument));
             }
@@ -481,9 +672,7 @@ impl<S: Strategy> Core<S> {
         // Trades can be reported after the cancel-all's answer: catch up from the last one seen
         // before reporting fills and positions.
         self.sync.phase = Phase::Stopping(StopStep::Trades);
-        for i in 0..self.instruments.len() {
-            self.request_trades(InstrumentId(i as u32));
-        }
+        self.catch_up_trades();
         self.reconcile_progress(now);
     }
 
@@ -598,15 +787,23 @@ pub(super) fn account_limits(result: &[u8]) -> Option<RateLimits> {
     })
 }
 
-/// `get_position`'s `size` and `average_price`, exact.
-fn position_of(result: &[u8]) -> Option<(Decimal, Decimal)> {
-    #[derive(serde::Deserialize)]
-    struct Position {
-        size: Num,
-        average_price: Num,
-    }
-    let p: Position = serde_json::from_slice(result).ok()?;
-    Some((p.size.0, p.average_price.0))
+/// The members of Deribit's position object the session reads, exact.
+#[derive(serde::Deserialize)]
+struct PositionRow {
+    #[serde(default)]
+    instrument_name: String,
+    size: Num,
+    average_price: Num,
+}
+
+/// `get_position`'s result: one position object.
+fn position_of(result: &[u8]) -> Option<PositionRow> {
+    serde_json::from_slice(result).ok()
+}
+
+/// `get_positions`' result: an array of position objects.
+fn positions_of(result: &[u8]) -> Option<Vec<PositionRow>> {
+    serde_json::from_slice(result).ok()
 }
 
 #[cfg(test)]
@@ -630,8 +827,12 @@ mod tests {
 
     #[test]
     fn positions_are_read_exactly() {
-        let (size, avg) = position_of(br#"{"size":-30,"average_price":64250.5,"kind":"future"}"#).unwrap();
-        assert_eq!(size, Decimal::from_int(-30));
-        assert_eq!(avg, Decimal::parse("64250.5").unwrap());
+        let p = position_of(br#"{"size":-30,"average_price":64250.5,"kind":"future"}"#).unwrap();
+        assert_eq!(p.size.0, Decimal::from_int(-30));
+        assert_eq!(p.average_price.0, Decimal::parse("64250.5").unwrap());
+        let rows = positions_of(br#"[{"instrument_name":"BTC-PERPETUAL","size":50,"average_price":7440.18,"kind":"future"},{"instrument_name":"BTC-27DEC24","size":0,"average_price":0}]"#).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!((rows[0].instrument_name.as_str(), rows[0].size.0), ("BTC-PERPETUAL", Decimal::from_int(50)));
+        assert!(positions_of(br#"{"size":1}"#).is_none());
     }
 }

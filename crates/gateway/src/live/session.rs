@@ -101,11 +101,13 @@ pub(super) struct Recon {
     pub stage: u8,
     pub deadline: Option<Mono>,
     pub stop_why: Option<Blocked>,
-    /// Per-instrument queries waiting for request credits: a session on hundreds of
-    /// instruments asks more than the venue's burst.
+    /// Queries waiting for request credits: a session on hundreds of instruments may ask
+    /// more than the venue's burst.
     pub queries: VecDeque<Query>,
     /// Instruments the stop's next cancel round covers.
     pub cancel: Vec<bool>,
+    /// Where the currency groups' trades catch-up starts.
+    pub trades: super::control::CatchUp,
 }
 
 /// The session minus its connection, so a frame borrowed from the reader can be handled.
@@ -238,6 +240,7 @@ impl<S: Strategy> Session<S> {
                 stop_why: None,
                 queries: VecDeque::with_capacity(3 * n),
                 cancel: vec![false; n],
+                trades: super::control::CatchUp::default(),
             },
             last_trade_seq: vec![None; n],
             next_timer: now,

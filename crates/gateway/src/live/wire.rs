@@ -2,9 +2,10 @@
 //! conversion of Deribit's order and trade objects into the strategy crate's reports.
 //!
 //! Owns: [`InFlight`] (request id → what the request was, a fixed ring), [`Query`] (a
-//! per-instrument reconciliation query waiting for credits), [`Instruments`]
-//! (instrument name → id, specs and the per-instrument channel names), and the conversion of
-//! `deribit-proto` reports (decimal text) into `ticktrade_strategy` reports (ticks and lots).
+//! reconciliation query waiting for credits), [`Instruments`] (instrument name → id, specs,
+//! the per-instrument channel names and the currency groups of reconciliation), and the
+//! conversion of `deribit-proto` reports (decimal text) into `ticktrade_strategy` reports
+//! (ticks and lots).
 //! Must not: do I/O, read a clock, or allocate after start-up (the conversions borrow and copy
 //! into inline strings).
 
@@ -15,30 +16,39 @@ use ticktrade_deribit_proto::report::{OrderState, TradeReport};
 use ticktrade_strategy::order::VenueState;
 use ticktrade_strategy::{FillReport, Label, OrderReport, TradeId, VenueId};
 
-/// A per-instrument reconciliation query, queued until the venue's credits allow it.
+/// A reconciliation query, queued until the venue's credits allow it: one instrument's, or
+/// one currency group's (see [`Instruments::currencies`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Query {
     UserTrades(InstrumentId),
     OpenOrders(InstrumentId),
     Position(InstrumentId),
+    /// The trades of a currency group from `from_ms` (venue time, included), oldest first.
+    CurrencyTrades {
+        group: Group,
+        from_ms: u64,
+    },
+    CurrencyOpenOrders(Group),
+    CurrencyPositions(Group),
 }
 
 impl Query {
-    pub fn instrument(self) -> InstrumentId {
-        match self {
-            Query::UserTrades(i) | Query::OpenOrders(i) | Query::Position(i) => i,
-        }
-    }
-
     /// How its answer is routed.
     pub fn pending(self) -> Pending {
         match self {
             Query::UserTrades(i) => Pending::UserTrades(i),
             Query::OpenOrders(i) => Pending::OpenOrders(i),
             Query::Position(i) => Pending::Position(i),
+            Query::CurrencyTrades { group, from_ms } => Pending::CurrencyTrades { group, from_ms },
+            Query::CurrencyOpenOrders(g) => Pending::CurrencyOpenOrders(g),
+            Query::CurrencyPositions(g) => Pending::CurrencyPositions(g),
         }
     }
 }
+
+/// A currency group of the session's instruments: an index into [`Instruments::currencies`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Group(pub u16);
 
 /// What a request was, so its answer can be routed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,6 +76,12 @@ pub enum Pending {
     UserTrades(InstrumentId),
     OpenOrders(InstrumentId),
     Position(InstrumentId),
+    CurrencyTrades {
+        group: Group,
+        from_ms: u64,
+    },
+    CurrencyOpenOrders(Group),
+    CurrencyPositions(Group),
     /// A closing order sent by `--flatten`.
     Flatten(InstrumentId),
 }
@@ -151,6 +167,14 @@ pub struct Instruments {
     /// `book_channels` back to the instrument: every book frame is looked up here, so a
     /// session on hundreds of instruments must not compare names one by one.
     by_book_channel: FxHashMap<Box<[u8]>, InstrumentId>,
+    /// The currencies the session reconciles with currency-wide queries (a few requests per
+    /// currency instead of per instrument), in order of first appearance.
+    pub currencies: Vec<String>,
+    /// Each instrument's group, or `None` for one reconciled with per-instrument queries.
+    pub group: Vec<Option<Group>>,
+    /// Instrument names back to ids, for currency-wide answers that list every instrument of
+    /// the currency (hundreds of names per answer).
+    by_name: FxHashMap<Box<str>, InstrumentId>,
 }
 
 impl Instruments {
@@ -168,7 +192,36 @@ impl Instruments {
         };
         let by_book_channel =
             (0u32..).zip(&book_channels).map(|(i, c)| (c.as_bytes().into(), InstrumentId(i))).collect();
-        Instruments { specs, book_channels, private_channels, by_book_channel }
+        let by_name = (0u32..).zip(&specs).map(|(i, s)| (s.name.as_str().into(), InstrumentId(i))).collect();
+        let mut currencies: Vec<String> = Vec::new();
+        let group = specs
+            .iter()
+            .map(|spec| {
+                let currency = query_currency(spec)?;
+                let at = match currencies.iter().position(|c| c == currency) {
+                    Some(at) => at,
+                    None => {
+                        currencies.push(currency.to_owned());
+                        currencies.len() - 1
+                    }
+                };
+                u16::try_from(at).ok().map(Group)
+            })
+            .collect();
+        Instruments { specs, book_channels, private_channels, by_book_channel, currencies, group, by_name }
+    }
+
+    /// The instruments of `group`.
+    pub fn members(&self, group: Group) -> impl Iterator<Item = InstrumentId> + '_ {
+        (0u32..).zip(&self.group).filter(move |(_, g)| **g == Some(group)).map(|(i, _)| InstrumentId(i))
+    }
+
+    /// The session's instrument called `name` if it belongs to `group`: a currency-wide answer
+    /// also lists instruments the session does not trade, and (on a venue that files an
+    /// instrument under more than one currency) ones another group or query covers.
+    pub fn in_group(&self, name: &str, group: Group) -> Option<InstrumentId> {
+        let id = *self.by_name.get(name)?;
+        (self.group[id.0 as usize] == Some(group)).then_some(id)
     }
 
     pub fn len(&self) -> usize {
@@ -195,6 +248,23 @@ impl Instruments {
         &self.specs[id.0 as usize]
     }
 }
+
+/// The currency whose currency-wide queries (`get_open_orders_by_currency`, `get_positions`,
+/// `get_user_trades_by_currency`) are known to cover `spec`, if any. Deribit files a
+/// coin-settled instrument (inverse futures, coin options) under its base coin; a linear
+/// instrument (`BTC_USDC-PERPETUAL`, base BTC, settled in USDC) it lists under the settlement
+/// currency in `get_instruments`, and spot under neither for sure. A stop that asked the wrong
+/// currency would see no open order and call itself clean, so only instruments whose base and
+/// settlement currency agree are grouped; the others keep the per-instrument queries, as does
+/// an instrument without a currency these methods take (a refused query costs the connection).
+pub fn query_currency(spec: &InstrumentSpec) -> Option<&str> {
+    let base = spec.base_currency.as_str();
+    (spec.settlement_currency == base && QUERY_CURRENCIES.contains(&base)).then_some(base)
+}
+
+/// The `currency` values Deribit documents for `get_open_orders_by_currency` and
+/// `get_user_trades_by_currency` (`get_positions` takes these too).
+const QUERY_CURRENCIES: [&str; 5] = ["BTC", "ETH", "USDC", "USDT", "EURR"];
 
 /// Why a venue report could not be converted (the session counts these; none is fatal).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -310,6 +380,35 @@ mod tests {
         let public = Instruments::new(instruments.specs.clone(), false);
         assert_eq!(public.book_channels, ["book.BTC-PERPETUAL.100ms"]);
         assert!(public.private_channels.is_empty());
+    }
+
+    #[test]
+    fn instruments_settled_in_their_base_coin_are_grouped_by_it() {
+        let spec = |name: &str, base: &str, settlement: &str| {
+            let mut spec =
+                InstrumentSpec::simple(name, Decimal::parse("0.5").unwrap(), Decimal::parse("10").unwrap()).unwrap();
+            spec.base_currency = base.to_owned();
+            spec.settlement_currency = settlement.to_owned();
+            spec
+        };
+        let specs = vec![
+            spec("BTC-PERPETUAL", "BTC", "BTC"),
+            spec("ETH-PERPETUAL", "ETH", "ETH"),
+            spec("BTC_USDC-PERPETUAL", "BTC", "USDC"),
+            spec("BTC-27DEC24", "BTC", "BTC"),
+            spec("SOL-PERPETUAL", "SOL", "SOL"),
+            spec("TEST", "", ""),
+        ];
+        let instruments = Instruments::new(specs, true);
+        assert_eq!(instruments.currencies, ["BTC", "ETH"]);
+        assert_eq!(instruments.group, [Some(Group(0)), Some(Group(1)), None, Some(Group(0)), None, None]);
+        let btc: Vec<InstrumentId> = instruments.members(Group(0)).collect();
+        assert_eq!(btc, [InstrumentId(0), InstrumentId(3)]);
+        assert_eq!(instruments.in_group("BTC-27DEC24", Group(0)), Some(InstrumentId(3)));
+        // Listed under BTC by a venue that files it under both: another query covers it.
+        assert_eq!(instruments.in_group("BTC_USDC-PERPETUAL", Group(0)), None);
+        assert_eq!(instruments.in_group("BTC-28MAR25", Group(0)), None);
+        assert_eq!(instruments.in_group("ETH-PERPETUAL", Group(0)), None);
     }
 
     #[test]

@@ -480,7 +480,8 @@ fn families(
 }
 
 /// `get_user_trades_by_{instrument,currency}[_and_time]`: newest first unless `sorting` is
-/// `asc`; the `_and_time` variants require both ends of the window.
+/// `asc`; the `_and_time` variants require both ends of the window; `kind` narrows the
+/// instruments of a currency; `start_seq`/`end_seq` (by instrument) bound the sequence numbers.
 fn user_trades(market: &Market, account: AccountId, method: &str, raw: Option<&RawValue>) -> Result<String, RpcError> {
     let p: api::FilterParams = params(raw)?;
     let count = p.count.unwrap_or(10).clamp(1, 1_000) as usize;
@@ -502,7 +503,16 @@ fn user_trades(market: &Market, account: AccountId, method: &str, raw: Option<&R
         Some("asc") => true,
         Some(_) => return Err(RpcError::invalid_param("sorting", "invalid value")),
     };
-    let filter = order_filter(market, &p)?;
+    // The trade readers take two kinds of their own, `combo` and `any`, besides the
+    // instrument kinds.
+    let kind = filter_value(&p.kind).filter(|k| k != "any");
+    if let Some(k) = kind.as_deref()
+        && k != "combo"
+        && InstrumentKind::parse(k).is_none()
+    {
+        return Err(RpcError::invalid_param("kind", "invalid value"));
+    }
+    let filter = order_filter(market, &api::FilterParams { kind: None, ..p.clone() })?;
     let trade_filter = TradeFilter { instrument: filter.instrument, currency: None, order_id: None };
     let currency = filter.currency;
     let mut trades: Vec<&ticktrade_exchange::UserTrade> = market
@@ -513,9 +523,16 @@ fn user_trades(market: &Market, account: AccountId, method: &str, raw: Option<&R
                 t.fee_currency == c || market.ex.catalogue().get(t.instrument).is_some_and(|i| i.base == c)
             })
         })
+        .filter(|t| kind.as_deref().is_none_or(|k| market.kind_matches(t.instrument, k)))
         .filter(|t| {
             let ms = t.timestamp.as_millis();
             start.is_none_or(|s| ms >= s) && end.is_none_or(|e| ms <= e)
+        })
+        // Sequence numbers count per instrument: Deribit takes them on `…_by_instrument` only.
+        .filter(|t| {
+            let by_instrument = method.contains("by_instrument");
+            !by_instrument
+                || (p.start_seq.is_none_or(|s| t.trade_seq >= s) && p.end_seq.is_none_or(|e| t.trade_seq <= e))
         })
         .collect();
     if !ascending {

@@ -44,6 +44,9 @@ pub struct LiveConfig {
     pub status_every: Option<Duration>,
     /// Pace by the limits the account reports (`get_account_summary`), not `rate_limits`.
     pub adopt_account_limits: bool,
+    /// Trades asked for per catch-up request (Deribit's most, 1000); a smaller page only
+    /// makes a test page through few trades.
+    pub trades_page: u32,
 }
 
 impl LiveConfig {
@@ -68,6 +71,7 @@ impl LiveConfig {
             stop_after_orders: None,
             status_every: Some(Duration::from_secs(1)),
             adopt_account_limits: true,
+            trades_page: 1000,
         }
     }
 }
@@ -122,6 +126,8 @@ pub struct LiveStats {
     pub rate_limited: u64,
     pub test_requests: u64,
     pub would_send: u64,
+    /// Reconciliation and stop queries sent (open orders, positions, trades catch-up pages).
+    pub queries: u64,
 }
 
 /// What a session did.
