@@ -482,6 +482,28 @@ pub(crate) fn string_end(bytes: &[u8]) -> Option<usize> {
     chunks.remainder().iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).map(|i| base + i)
 }
 
+/// How many ASCII digits end `bytes`, eight at a time from the end (the stamps at the end of
+/// a response, `"usOut":1733270400123456`, are read backwards).
+#[inline]
+pub(crate) fn digits_before(bytes: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut n = 0;
+    while n + 8 <= bytes.len() {
+        let end = bytes.len() - n;
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&bytes[end - 8..end]);
+        // Big-endian: the last byte is the lowest, so leading zeros count from the end.
+        let t = u64::from_be_bytes(word) ^ (ONES * 0x30);
+        let flags = (t | t.wrapping_add(ONES * 6)) & (ONES * 0xF0);
+        let k = (flags.trailing_zeros() / 8) as usize;
+        n += k;
+        if k < 8 {
+            return n;
+        }
+    }
+    n + bytes[..bytes.len() - n].iter().rev().take_while(|b| b.is_ascii_digit()).count()
+}
+
 /// Whether a JSON string body needs no escaping and is ASCII: no `"`, `\\`, control byte or
 /// byte of 0x80 and up (the flags of [`string_end`] with each byte's top bit, in one pass).
 #[inline]
@@ -671,6 +693,14 @@ mod tests {
         fn string_end_matches_naive(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40)) {
             let naive = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
             proptest::prop_assert_eq!(string_end(&bytes), naive);
+        }
+
+        #[test]
+        fn digits_before_matches_naive(bytes in proptest::collection::vec(
+            proptest::prop_oneof![b'0'..=b'9', proptest::prelude::any::<u8>()], 0..40)
+        ) {
+            let naive = bytes.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+            proptest::prop_assert_eq!(digits_before(&bytes), naive);
         }
 
         #[test]
