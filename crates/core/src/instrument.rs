@@ -213,6 +213,14 @@ impl InstrumentSpec {
         self.tick_rule.tick()
     }
 
+    /// The currency Deribit files this instrument's orders and trades under (its
+    /// `currency` parameter for label lookups and currency-wide queries): the settlement
+    /// currency (`USDC` for `BTC_USDC-PERPETUAL`, `BTC` for an inverse future), else the base
+    /// currency; empty when the spec has neither.
+    pub fn order_currency(&self) -> &str {
+        if self.settlement_currency.is_empty() { &self.base_currency } else { &self.settlement_currency }
+    }
+
     /// Parses a price exactly ("64250.5"); errors if it is off the tick grid.
     pub fn parse_price(&self, text: &str) -> Result<Price, NumberError> {
         self.price_from_decimal(Decimal::parse(text)?)
@@ -305,6 +313,16 @@ mod tests {
 
     fn d(text: &str) -> Decimal {
         Decimal::parse(text).unwrap()
+    }
+
+    #[test]
+    fn orders_are_filed_under_the_settlement_currency() {
+        let mut spec = InstrumentSpec::simple("BTC_USDC-PERPETUAL", d("0.5"), d("0.001")).unwrap();
+        assert_eq!(spec.order_currency(), "");
+        spec.base_currency = "BTC".into();
+        assert_eq!(spec.order_currency(), "BTC", "no settlement currency given: the base");
+        spec.settlement_currency = "USDC".into();
+        assert_eq!(spec.order_currency(), "USDC");
     }
 
     fn btc_perp() -> InstrumentSpec {

@@ -167,8 +167,8 @@ impl<S: Strategy> Core<S> {
 
     /// The currency Deribit files an instrument's orders under.
     fn currency(&self, instrument: InstrumentId) -> &str {
-        let spec = self.instruments.spec(instrument);
-        if spec.base_currency.is_empty() { "BTC" } else { &spec.base_currency }
+        let currency = self.instruments.spec(instrument).order_currency();
+        if currency.is_empty() { "BTC" } else { currency }
     }
 
     pub(super) fn on_control_result(&mut self, pending: Pending, result: &[u8], now: Mono) {

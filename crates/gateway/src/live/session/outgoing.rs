@@ -153,8 +153,8 @@ impl<S: Strategy> Core<S> {
                 let id = self.inflight.issue(Pending::Cancel(label));
                 let out = self.writer.begin();
                 if venue_id.is_empty() {
-                    let currency = &self.instruments.spec(instrument).base_currency;
-                    let currency = (!currency.is_empty()).then_some(currency.as_str());
+                    let currency = self.instruments.spec(instrument).order_currency();
+                    let currency = (!currency.is_empty()).then_some(currency);
                     requests::cancel_by_label(out, id, wire_tag(&label), currency);
                 } else {
                     requests::cancel(out, id, venue_id.as_str());
