@@ -172,8 +172,7 @@ pub struct Instruments {
     pub currencies: Vec<String>,
     /// Each instrument's group, or `None` for one reconciled with per-instrument queries.
     pub group: Vec<Option<Group>>,
-    /// Instrument names back to ids, for currency-wide answers that list every instrument of
-    /// the currency (hundreds of names per answer).
+    /// Instrument names back to ids ([`Self::id_of`]).
     by_name: FxHashMap<Box<str>, InstrumentId>,
 }
 
@@ -220,7 +219,7 @@ impl Instruments {
     /// also lists instruments the session does not trade, and (on a venue that files an
     /// instrument under more than one currency) ones another group or query covers.
     pub fn in_group(&self, name: &str, group: Group) -> Option<InstrumentId> {
-        let id = *self.by_name.get(name)?;
+        let id = self.id_of(name)?;
         (self.group[id.0 as usize] == Some(group)).then_some(id)
     }
 
@@ -232,10 +231,11 @@ impl Instruments {
         self.specs.is_empty()
     }
 
-    /// The id of the instrument called `name`. A linear scan: a session trades a handful.
+    /// The id of the instrument called `name` (every order report and trade is looked up
+    /// here, so a session on hundreds of instruments must not compare names one by one).
     #[inline]
     pub fn id_of(&self, name: &str) -> Option<InstrumentId> {
-        self.specs.iter().position(|s| s.name == name).map(|i| InstrumentId(i as u32))
+        self.by_name.get(name).copied()
     }
 
     /// The instrument of a book channel (`book.{name}.…`).
