@@ -21,7 +21,8 @@ use ticktrade_book::l2::{Action, LevelUpdate};
 use ticktrade_core::{InstrumentSpec, Price, Qty, Side};
 
 use crate::book::{BookHeader, BookKind, decode_book_units};
-use crate::scan::{DecodeError, load8, same_bytes};
+use crate::scan::DecodeError;
+use crate::words::{load8, same_bytes};
 
 /// A decoder for one instrument's book notifications. `repr(C)`: what the fixed-layout path
 /// reads (units, the two constant runs inline) comes first and in few cache lines; the spec,

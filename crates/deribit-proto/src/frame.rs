@@ -151,7 +151,7 @@ pub fn result_in_usual_layout(frame: &[u8]) -> Option<(u64, &[u8])> {
     loop {
         let value = &body[..end];
         let len = match value.last()? {
-            b'0'..=b'9' => crate::scan::digits_before(value),
+            b'0'..=b'9' => crate::words::digits_before(value),
             b'e' if value.ends_with(b"true") => 4,
             b'e' if value.ends_with(b"false") => 5,
             _ => return None,

@@ -27,6 +27,7 @@
 //! - `interval`: interval book channels (`100ms`, `agg2`): the held book, the net change.
 //! - `ratelimit`: Deribit's request-credit rules (classes, defaults, buckets) for both sides.
 //! - `scan` (private): the small JSON scanner the hand decoders share.
+//! - `words` (private): word-at-a-time scans and compares of byte strings (SWAR).
 
 pub mod api;
 pub mod book;
@@ -45,6 +46,7 @@ pub mod report;
 pub mod requests;
 mod scan;
 pub mod signature;
+mod words;
 
 pub use book::{Action, BookHeader, BookKind, BookSink, DecimalLevel, LevelUpdate, decode_book, decode_book_units};
 pub use envelope::{Heartbeat, Id, Incoming, Notification, Response, RpcError, classify, encode_request};

@@ -127,7 +127,7 @@ impl<'a> Label<'a> {
         }
         // One word-wise pass for the usual label: a label is built for every order the hot
         // thread sends.
-        if crate::scan::plain_ascii(bytes) {
+        if crate::words::plain_ascii(bytes) {
             return Ok(Label { text: bytes, plain: true });
         }
         if let Some(at) = bytes.iter().position(|b| !b.is_ascii()) {

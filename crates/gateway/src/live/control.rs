@@ -1,55 +1,25 @@
 //! The session's control path: what happens on connect and disconnect, the answers to
 //! control requests (auth, heartbeat, cancel-on-disconnect, account limits, subscriptions),
-//! reconciliation after a (re)connect, and the stop sequence.
+//! and reconciliation after a (re)connect; the stop sequence is `stop`.
 //!
 //! Owns: the order of the sync steps and the three conditions of going live (books resynced,
-//! private subscriptions confirmed, orders reconciled); the stop steps (cancel all, verify
-//! none is open, flatten).
+//! private subscriptions confirmed, orders reconciled).
 //! Must not: run on the timed path (these are answers to rare requests; they may allocate),
 //! or resend an order: a place whose answer was lost is looked up by its label, never sent
 //! again.
 
-use ticktrade_core::{Clock, Decimal, InstrumentId, Mono, SplitMix64};
-use ticktrade_deribit_proto::api::Num;
+use ticktrade_core::{Clock, InstrumentId, Mono, SplitMix64};
 use ticktrade_deribit_proto::envelope::encode_request;
-use ticktrade_deribit_proto::order::{OrderKind, OrderRequest as WireOrder, OrderTag, TimeInForce};
+use ticktrade_deribit_proto::order::OrderTag;
 use ticktrade_deribit_proto::ratelimit::{Class, RateLimits, Rule};
 use ticktrade_deribit_proto::requests::{self, CancelScope};
 use ticktrade_deribit_proto::signature::Secret;
-use ticktrade_strategy::{Action, Blocked, Label, Status as OrderStatus, Strategy};
+use ticktrade_strategy::{Action, Label, Status as OrderStatus, Strategy};
 
 use super::journal::{Entry, Link};
+use super::reconcile::position_of;
 use super::session::{Core, Exit, LiveError, LiveReport, Phase, StopStep, book_fill};
-use super::wire::{Group, Pending, Query, closing_side, order_report, position_lots};
-
-/// Requests of the non-matching class the queued queries leave unspent, for what cannot wait
-/// for a refill (heartbeat answers, the stop's checks).
-const QUERY_HEADROOM: u64 = 5;
-
-/// How far the venue's clock may be behind this host's: a currency's trades catch-up starts
-/// this much before the time this host last knew every trade of it was seen. A wider margin
-/// only re-reads trades the sequence filter then drops.
-const CLOCK_MARGIN_MS: u64 = 60_000;
-
-/// The trades catch-up of currency groups. Deribit's `trade_seq` counts per instrument, so a
-/// currency-wide query cannot start after the last trade seen the way
-/// `get_user_trades_by_instrument`'s `start_seq` does; it reads a time window instead, oldest
-/// first, and drops what was seen before by sequence number.
-#[derive(Clone, Debug, Default)]
-pub(super) struct CatchUp {
-    /// Per group, a time (this host's clock, ms) before which every trade of the group was
-    /// seen: the first connection's, then the start of the last complete catch-up. A trade of
-    /// ours is never older than the first connection (our labels are this run's).
-    covered_ms: Vec<u64>,
-    /// When the running catch-up began (its queries went out after it).
-    started_ms: u64,
-    /// `last_trade_seq` when the running catch-up began: a trade at or below it was booked
-    /// already. Not the live figure: a page may list one instrument's trades of one
-    /// millisecond in any order, and an unseen one must not be dropped for a later seq seen
-    /// first. Repeats within the catch-up (pages overlap on their boundary millisecond) are
-    /// recent, and the strategy's trade-id memory drops them.
-    seen_before: Vec<Option<u64>>,
-}
+use super::wire::{Pending, Query, position_lots};
 
 impl<S: Strategy> Core<S> {
     /// A new connection: everything the venue knew of the old one is gone.
@@ -161,7 +131,7 @@ impl<S: Strategy> Core<S> {
     }
 
     /// This host's clock, in ms since the Unix epoch.
-    fn wall_ms(&self) -> u64 {
+    pub(super) fn wall_ms(&self) -> u64 {
         (self.clock.utc().0 / 1_000_000).max(0) as u64
     }
 
@@ -292,15 +262,7 @@ impl<S: Strategy> Core<S> {
                 self.fatal = Some(LiveError::Refused { what: "the subscriptions", code, message: message.to_owned() });
             }
             Some(Pending::CancelAll) => self.on_cancel_all_done(),
-            Some(
-                Pending::OrderByLabel(_)
-                | Pending::UserTrades(_)
-                | Pending::OpenOrders(_)
-                | Pending::Position(_)
-                | Pending::CurrencyTrades { .. }
-                | Pending::CurrencyOpenOrders(_)
-                | Pending::CurrencyPositions(_),
-            ) => {
+            Some(p) if p.is_reconciliation_query() => {
                 // A query the venue refused (e.g. credits): the connection is reset and the
                 // reconciliation starts over on the next one.
                 tracing::warn!("reconciliation query refused: {code} {message}");
@@ -330,76 +292,6 @@ impl<S: Strategy> Core<S> {
         }
     }
 
-    /// An open orders answer: each order on an instrument `owner` names is counted, marked for
-    /// the stop's next cancel round, and kept for the snapshot.
-    fn apply_open_orders(
-        &mut self,
-        result: &[u8],
-        owner: impl Fn(&super::wire::Instruments, &str) -> Option<InstrumentId>,
-    ) {
-        let Core { instruments, recon, stats, .. } = self;
-        let decoded = ticktrade_deribit_proto::report::for_each_order(result, |order, _| {
-            let Some(instrument) = owner(instruments, order.instrument_name) else { return };
-            recon.venue_open += 1;
-            // The stop's next cancel round covers this instrument.
-            recon.cancel[instrument.0 as usize] = true;
-            match order_report(&order, instruments) {
-                Ok(report) => recon.open.push(report),
-                Err(_) => stats.dropped_reports += 1,
-            }
-        });
-        if decoded.is_err() {
-            self.malformed("open orders");
-        }
-    }
-
-    /// A `get_positions` answer: the group's instruments it lists, and a flat position for
-    /// those it leaves out (Deribit lists only instruments with a position, or recently had).
-    fn apply_positions(&mut self, result: &[u8], group: Group) {
-        let Some(rows) = positions_of(result) else {
-            self.malformed("positions");
-            return;
-        };
-        let first = self.recon.positions.len();
-        for row in &rows {
-            let Some(instrument) = self.instruments.in_group(&row.instrument_name, group) else { continue };
-            match position_lots(self.instruments.spec(instrument), row.size.0) {
-                Ok(lots) => self.recon.positions.push((instrument, lots, row.average_price.0)),
-                Err(_) => self.malformed("position"),
-            }
-        }
-        let members: Vec<InstrumentId> = self.instruments.members(group).collect();
-        for instrument in members {
-            if !self.recon.positions[first..].iter().any(|(i, _, _)| *i == instrument) {
-                self.recon.positions.push((instrument, 0, Decimal::ZERO));
-            }
-        }
-    }
-
-    /// One page of a currency's trades catch-up: the group's trades not seen before the
-    /// catch-up began are booked (only our labels). Returns `has_more` and the page's newest
-    /// trade time, or `None` if the answer does not decode.
-    fn apply_currency_trades(&mut self, result: &[u8], group: Group, now: Mono) -> Option<(bool, Option<u64>)> {
-        let Core { runner, instruments, books, outbox, stats, last_trade_seq, recon, .. } = self;
-        let seen_before = &recon.trades.seen_before;
-        let mut last_ms: Option<u64> = None;
-        let decoded = ticktrade_deribit_proto::report::decode_user_trades(result, |trade, _| {
-            last_ms = Some(last_ms.map_or(trade.timestamp, |ms| ms.max(trade.timestamp)));
-            let Some(instrument) = instruments.in_group(trade.instrument_name, group) else { return };
-            if seen_before.get(instrument.0 as usize).copied().flatten().is_some_and(|seq| trade.trade_seq <= seq) {
-                return;
-            }
-            book_fill(runner, instruments, books, outbox, stats, last_trade_seq, &trade, now, true);
-        });
-        match decoded {
-            Ok(has_more) => Some((has_more, last_ms)),
-            Err(_) => {
-                self.malformed("user trades");
-                None
-            }
-        }
-    }
-
     /// A closing order's result: its trades change the position.
     fn apply_result_trades_and_order(&mut self, result: &[u8], now: Mono) {
         let Core { runner, instruments, books, outbox, stats, last_trade_seq, .. } = self;
@@ -408,85 +300,6 @@ impl<S: Strategy> Core<S> {
         });
         if decoded.is_err() {
             self.malformed("closing order result");
-        }
-    }
-
-    fn request_trades(&mut self, instrument: InstrumentId) {
-        self.query(Query::UserTrades(instrument));
-    }
-
-    /// Trades missed since the last ones seen: a time window of each currency group (a page
-    /// per `trades_page` trades of the account in it, not a request per instrument), and the
-    /// per-instrument query of the instruments in no group.
-    fn catch_up_trades(&mut self) {
-        let now_ms = self.wall_ms();
-        let catch_up = &mut self.recon.trades;
-        catch_up.started_ms = now_ms;
-        catch_up.seen_before.clone_from(&self.last_trade_seq);
-        let groups: Vec<Query> = (0u16..)
-            .zip(&catch_up.covered_ms)
-            .map(|(g, covered)| Query::CurrencyTrades {
-                group: Group(g),
-                from_ms: covered.saturating_sub(CLOCK_MARGIN_MS),
-            })
-            .collect();
-        for query in groups {
-            self.query(query);
-        }
-        for i in 0..self.instruments.len() {
-            if self.instruments.group[i].is_none() {
-                self.request_trades(InstrumentId(i as u32));
-            }
-        }
-    }
-
-    /// Queues a query; it goes out as soon as the venue's non-matching credits allow
-    /// (`send_queries`), so a session on many instruments never gets `too_many_requests` back
-    /// for its own reconciliation.
-    fn query(&mut self, query: Query) {
-        self.recon.queries.push_back(query);
-        self.send_queries(self.now());
-    }
-
-    /// Sends queued queries while credits last (and from housekeeping as they refill).
-    pub(super) fn send_queries(&mut self, now: Mono) {
-        while self.sync.connected {
-            let Some(&query) = self.recon.queries.front() else { return };
-            if !self.credits.try_take_keeping(Class::NonMatching, now.0, QUERY_HEADROOM) {
-                return;
-            }
-            self.recon.queries.pop_front();
-            self.stats.queries += 1;
-            let id = self.inflight.issue(query.pending());
-            let name = match query {
-                Query::UserTrades(i) | Query::OpenOrders(i) | Query::Position(i) => {
-                    self.instruments.spec(i).name.clone()
-                }
-                Query::CurrencyTrades { group: g, .. } | Query::CurrencyOpenOrders(g) | Query::CurrencyPositions(g) => {
-                    self.instruments.currencies[g.0 as usize].clone()
-                }
-            };
-            let start = match query {
-                Query::UserTrades(i) => self.last_trade_seq[i.0 as usize].map(|s| s + 1),
-                _ => None,
-            };
-            let page = self.config.trades_page.clamp(1, 1000);
-            self.encode_request(|out| match query {
-                Query::UserTrades(_) => match start {
-                    Some(seq) => requests::get_user_trades_by_instrument(out, id, &name, Some(seq), Some(1000), true),
-                    // Never saw a trade here: the newest hundred (only our labels are booked).
-                    None => requests::get_user_trades_by_instrument(out, id, &name, None, Some(100), false),
-                },
-                Query::OpenOrders(_) => requests::get_open_orders_by_instrument(out, id, &name),
-                Query::Position(_) => requests::get_position(out, id, &name),
-                // Oldest first from the window's start, as many as a request may return: each
-                // page starts where the last one ended, so none is skipped (`CurrencyTrades`).
-                Query::CurrencyTrades { from_ms, .. } => {
-                    requests::get_user_trades_by_currency(out, id, &name, Some(from_ms), Some(page), true)
-                }
-                Query::CurrencyOpenOrders(_) => requests::get_open_orders_by_currency(out, id, &name),
-                Query::CurrencyPositions(_) => requests::get_positions(out, id, &name),
-            });
         }
     }
 
@@ -514,20 +327,8 @@ impl<S: Strategy> Core<S> {
     }
 
     /// Moves reconciliation (or the stop sequence) on once the current step's answers are in.
-    fn reconcile_progress(&mut self, now: Mono) {
-        let waiting = |p: &Pending| {
-            matches!(
-                p,
-                Pending::OrderByLabel(_)
-                    | Pending::UserTrades(_)
-                    | Pending::OpenOrders(_)
-                    | Pending::Position(_)
-                    | Pending::CurrencyTrades { .. }
-                    | Pending::CurrencyOpenOrders(_)
-                    | Pending::CurrencyPositions(_)
-                    | Pending::Flatten(_)
-            )
-        };
+    pub(super) fn reconcile_progress(&mut self, now: Mono) {
+        let waiting = |p: &Pending| p.is_reconciliation_query() || matches!(p, Pending::Flatten(_));
         if self.inflight.any(waiting) || !self.recon.queries.is_empty() {
             return;
         }
@@ -559,35 +360,6 @@ impl<S: Strategy> Core<S> {
         }
     }
 
-    /// Asks the venue for the open orders and/or positions of every instrument: one request
-    /// per currency group, one per instrument in none.
-    fn query_venue(&mut self, open_orders: bool, positions: bool) {
-        if open_orders {
-            self.recon.venue_open = 0;
-        }
-        for g in 0..self.instruments.currencies.len() {
-            let group = Group(g as u16);
-            if open_orders {
-                self.query(Query::CurrencyOpenOrders(group));
-            }
-            if positions {
-                self.query(Query::CurrencyPositions(group));
-            }
-        }
-        for i in 0..self.instruments.len() {
-            let instrument = InstrumentId(i as u32);
-            if self.instruments.group[i].is_some() {
-                continue;
-            }
-            if open_orders {
-                self.query(Query::OpenOrders(instrument));
-            }
-            if positions {
-                self.query(Query::Position(instrument));
-            }
-        }
-    }
-
     /// Trading (re)starts when the books are resynced, the private subscriptions confirmed and
     /// the orders reconciled.
     pub(super) fn maybe_live(&mut self, now: Mono) {
@@ -603,132 +375,6 @@ impl<S: Strategy> Core<S> {
         self.runner.set_paused(false);
         self.last_book.iter_mut().for_each(|t| *t = now);
         self.runner.strategy_mut().record(Entry::Link { at: now, link: Link::Live });
-    }
-
-    /// The kill switch: nothing but cancels from now on; then the stop steps.
-    pub(super) fn begin_stop(&mut self, why: Blocked, now: Mono) {
-        self.recon.stop_why = Some(self.runner.risk().killed().unwrap_or(why));
-        self.recon.deadline = Some(Mono(now.0 + self.config.shutdown_timeout.as_nanos() as u64));
-        self.runner.strategy_mut().record(Entry::Kill { at: now, why: self.recon.stop_why.unwrap_or(why) });
-        self.runner.set_paused(true);
-        self.runner.kill(why, &mut self.outbox);
-        // The kill queued a cancel-all; the stop steps send their own.
-        self.outbox.clear();
-        self.deferred.clear();
-        self.sync.phase = Phase::Stopping(StopStep::Cancel);
-        if self.config.credentials.is_none() || self.config.dry_run {
-            self.sync.phase = Phase::Done;
-            return;
-        }
-        // The first round covers the instruments our live orders (pending ones included) are
-        // on; before the first reconciliation a previous run's orders may be anywhere.
-        self.recon.cancel.iter_mut().for_each(|c| *c = false);
-        for order in self.runner.orders().live() {
-            self.recon.cancel[order.instrument.0 as usize] = true;
-        }
-        if self.sync.authenticated {
-            self.stop_step_cancel(now, !self.sync.ever_live);
-        }
-    }
-
-    /// One cancel round of the stop: a `cancel_all_by_instrument` for every instrument
-    /// (`all`) or for those marked in `recon.cancel`, paced by the matching-engine credits
-    /// (what cannot go now waits in `deferred`, sent between frames as credits come back): a
-    /// burst of one per instrument on hundreds of instruments got the connection dropped.
-    /// The verify step that follows marks the instruments where the venue still lists open
-    /// orders, of any client, for the next round.
-    fn stop_step_cancel(&mut self, now: Mono, all: bool) {
-        self.sync.phase = Phase::Stopping(StopStep::Cancel);
-        for i in 0..self.instruments.len() {
-            if std::mem::take(&mut self.recon.cancel[i]) || all {
-                self.send_or_defer(Action::CancelAll { instrument: Some(InstrumentId(i as u32)) }, now);
-            }
-        }
-        // Nothing to cancel: verify at once.
-        self.on_cancel_all_done();
-    }
-
-    pub(super) fn on_cancel_all_done(&mut self) {
-        let waiting = self.inflight.any(|p| *p == Pending::CancelAll)
-            || self.deferred.iter().any(|a| matches!(a, Action::CancelAll { .. }));
-        if self.sync.phase != Phase::Stopping(StopStep::Cancel) || waiting {
-            return;
-        }
-        self.sync.phase = Phase::Stopping(StopStep::Verify);
-        self.recon.open.clear();
-        self.query_venue(true, false);
-    }
-
-    fn stop_verified(&mut self, now: Mono) {
-        if self.recon.venue_open > 0 {
-            // Something was placed or triggered meanwhile: cancel again where it is.
-            self.stop_step_cancel(now, false);
-            return;
-        }
-        let open = std::mem::take(&mut self.recon.open);
-        self.runner.apply_snapshot(&open, &[], &self.books, now, &mut self.outbox);
-        self.recon.open = open;
-        self.outbox.clear();
-        // Trades can be reported after the cancel-all's answer: catch up from the last one seen
-        // before reporting fills and positions.
-        self.sync.phase = Phase::Stopping(StopStep::Trades);
-        self.catch_up_trades();
-        self.reconcile_progress(now);
-    }
-
-    fn stop_trades_done(&mut self) {
-        if self.config.flatten {
-            self.sync.phase = Phase::Stopping(StopStep::Flatten);
-            self.recon.positions.clear();
-            self.query_venue(false, true);
-        } else {
-            self.sync.phase = Phase::Done;
-        }
-    }
-
-    /// Positions are in: close what is open with reduce-only market orders, then look again.
-    fn stop_flatten(&mut self, now: Mono) {
-        let positions = std::mem::take(&mut self.recon.positions);
-        let open: Vec<(InstrumentId, i64)> =
-            positions.iter().filter(|(_, lots, _)| *lots != 0).map(|(i, lots, _)| (*i, *lots)).collect();
-        let snapshot: Vec<(InstrumentId, i64, Decimal)> = positions.clone();
-        self.recon.positions = positions;
-        self.runner.apply_snapshot(&[], &snapshot, &self.books, now, &mut self.outbox);
-        self.outbox.clear();
-        if open.is_empty() {
-            self.sync.phase = Phase::Done;
-            return;
-        }
-        for (instrument, lots) in open {
-            let side = closing_side(lots);
-            let qty = ticktrade_core::Qty::from_raw(lots.abs());
-            let id = self.inflight.issue(Pending::Flatten(instrument));
-            let order = WireOrder {
-                side,
-                kind: OrderKind::Market,
-                qty,
-                label: OrderTag::None,
-                time_in_force: TimeInForce::ImmediateOrCancel,
-                post_only: false,
-                reject_post_only: false,
-                reduce_only: true,
-            };
-            let _ = self.credits.try_take(Class::Matching, now.0);
-            let encoder = self.encoders[instrument.0 as usize].clone();
-            self.request(Class::Matching, |out| encoder.encode_order(out, id, &order));
-            self.runner.strategy_mut().record(Entry::Flatten { at: now, instrument, side, qty });
-        }
-        self.recon.positions.clear();
-        self.query_venue(false, true);
-    }
-
-    /// Gives up stopping at the deadline.
-    pub(super) fn stop_deadline(&mut self, now: Mono) {
-        if self.recon.deadline.is_some_and(|d| now >= d) {
-            self.sync.phase = Phase::Done;
-            self.recon.deadline = None;
-            self.recon.stage = u8::MAX;
-        }
     }
 
     pub(super) fn report(&mut self) -> LiveReport {
@@ -787,25 +433,6 @@ pub(super) fn account_limits(result: &[u8]) -> Option<RateLimits> {
     })
 }
 
-/// The members of Deribit's position object the session reads, exact.
-#[derive(serde::Deserialize)]
-struct PositionRow {
-    #[serde(default)]
-    instrument_name: String,
-    size: Num,
-    average_price: Num,
-}
-
-/// `get_position`'s result: one position object.
-fn position_of(result: &[u8]) -> Option<PositionRow> {
-    serde_json::from_slice(result).ok()
-}
-
-/// `get_positions`' result: an array of position objects.
-fn positions_of(result: &[u8]) -> Option<Vec<PositionRow>> {
-    serde_json::from_slice(result).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -823,16 +450,5 @@ mod tests {
             format!(r#"{{"limits":{{"matching_engine":{{"trading":{{"total":{{"burst":{m},"rate":{m}}}}}}}}}}}"#);
         let limits = account_limits(huge.as_bytes()).unwrap();
         assert_eq!(limits.matching.max, u64::MAX);
-    }
-
-    #[test]
-    fn positions_are_read_exactly() {
-        let p = position_of(br#"{"size":-30,"average_price":64250.5,"kind":"future"}"#).unwrap();
-        assert_eq!(p.size.0, Decimal::from_int(-30));
-        assert_eq!(p.average_price.0, Decimal::parse("64250.5").unwrap());
-        let rows = positions_of(br#"[{"instrument_name":"BTC-PERPETUAL","size":50,"average_price":7440.18,"kind":"future"},{"instrument_name":"BTC-27DEC24","size":0,"average_price":0}]"#).unwrap();
-        assert_eq!(rows.len(), 2);
-        assert_eq!((rows[0].instrument_name.as_str(), rows[0].size.0), ("BTC-PERPETUAL", Decimal::from_int(50)));
-        assert!(positions_of(br#"{"size":1}"#).is_none());
     }
 }

@@ -38,14 +38,19 @@
 //!   `incoming` (answers, order reports, trades), `outgoing` (pacing, encoding) and
 //!   `housekeeping` (between frames).
 //! - `query`: `Query`, a blocking client for one-off requests; `fetch_instruments`.
-//! - `control`: answers to control requests: sync, reconciliation, shutdown.
+//! - `control`: answers to control requests: sync, the steps of reconciliation.
+//! - `reconcile`: the reconciliation queries (per currency group or instrument), their pacing
+//!   and answers.
+//! - `stop`: the kill switch's steps and the shutdown deadline.
 //! - `journal`: the journal entries, `Journaled`, the observer thread (journal file, status
 //!   line, histograms).
 
 mod control;
 pub mod journal;
 mod query;
+mod reconcile;
 mod session;
+mod stop;
 pub mod wire;
 
 pub use journal::{Entry, Journaled, Link, Observed, Observer, ObserverConfig, Status, spawn_observer};

@@ -107,7 +107,7 @@ pub(super) struct Recon {
     /// Instruments the stop's next cancel round covers.
     pub cancel: Vec<bool>,
     /// Where the currency groups' trades catch-up starts.
-    pub trades: super::control::CatchUp,
+    pub trades: super::reconcile::CatchUp,
 }
 
 /// The session minus its connection, so a frame borrowed from the reader can be handled.
@@ -240,7 +240,7 @@ impl<S: Strategy> Session<S> {
                 stop_why: None,
                 queries: VecDeque::with_capacity(3 * n),
                 cancel: vec![false; n],
-                trades: super::control::CatchUp::default(),
+                trades: super::reconcile::CatchUp::default(),
             },
             last_trade_seq: vec![None; n],
             next_timer: now,

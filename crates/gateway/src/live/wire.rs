@@ -86,6 +86,23 @@ pub enum Pending {
     Flatten(InstrumentId),
 }
 
+impl Pending {
+    /// A reconciliation query (an order's fate, trades, open orders, positions): the next
+    /// reconciliation step waits for all of them, and a refused one resets the connection.
+    pub fn is_reconciliation_query(&self) -> bool {
+        matches!(
+            self,
+            Pending::OrderByLabel(_)
+                | Pending::UserTrades(_)
+                | Pending::OpenOrders(_)
+                | Pending::Position(_)
+                | Pending::CurrencyTrades { .. }
+                | Pending::CurrencyOpenOrders(_)
+                | Pending::CurrencyPositions(_)
+        )
+    }
+}
+
 /// Requests sent and not yet answered, by id: a ring of `2^k` slots indexed by the id's low
 /// bits. Ids increase by one per request, so a slot is only reused after `2^k` later
 /// requests; an answer whose slot holds another id is stale and ignored.
