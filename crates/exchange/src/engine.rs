@@ -22,8 +22,8 @@ use crate::history::History;
 use crate::mmp::Mmp;
 use crate::money::Money;
 use crate::order::{
-    AccountId, CancelReason, EditParams, Label, Order, OrderFilter, OrderState, OrderType, PlaceParams, Size,
-    TimeInForce, Trigger, TriggerKind,
+    AccountId, CancelReason, ConnectionId, EditParams, Label, Order, OrderFilter, OrderState, OrderType, PlaceParams,
+    Size, TimeInForce, Trigger, TriggerKind,
 };
 use crate::reject::Reject;
 
@@ -91,11 +91,19 @@ pub enum Request {
     CancelByLabel { label: Label, currency: Option<CurrencyId> },
     /// `private/cancel_all`, `…_by_instrument`, `…_by_currency`, `…_by_kind_or_type`.
     CancelAll(OrderFilter),
-    /// Cancel-on-disconnect: every live order of the account, each with `cancel_reason`
-    /// `cancel_on_disconnect` (as Deribit reports it).
-    CancelOnDisconnect,
-    /// `private/close_position`: `Limit` needs a price, `Market` does not.
-    ClosePosition { instrument: InstrumentId, order_type: OrderType, price: Option<Decimal> },
+    /// Cancel-on-disconnect: every live order of the account placed through `connection`,
+    /// each with `cancel_reason` `cancel_on_disconnect` (as Deribit reports it). Orders of the
+    /// account's other connections stay: Deribit cancels "all orders created via this
+    /// connection".
+    CancelOnDisconnect { connection: ConnectionId },
+    /// `private/close_position`: `Limit` needs a price, `Market` does not. `connection` is
+    /// recorded on the closing order, as for `Place`.
+    ClosePosition {
+        instrument: InstrumentId,
+        order_type: OrderType,
+        price: Option<Decimal>,
+        connection: Option<ConnectionId>,
+    },
 }
 
 /// One minute of trading in one instrument.
@@ -284,11 +292,12 @@ impl Exchange {
                     self.cancel_where(now, account, reason, out, |o, inst| filter_matches(&filter, o, inst)),
                 ))
             }
-            Request::CancelOnDisconnect => {
-                Ok(Reply::Count(self.cancel_where(now, account, CancelReason::CancelOnDisconnect, out, |_, _| true)))
+            Request::CancelOnDisconnect { connection } => {
+                let reason = CancelReason::CancelOnDisconnect;
+                Ok(Reply::Count(self.cancel_where(now, account, reason, out, |o, _| o.connection == Some(connection))))
             }
-            Request::ClosePosition { instrument, order_type, price } => {
-                self.close_position(now, account, instrument, order_type, price, out).map(Reply::Order)
+            Request::ClosePosition { instrument, order_type, price, connection } => {
+                self.close_position(now, account, instrument, order_type, price, connection, out).map(Reply::Order)
             }
         };
         self.finish(now, out);
@@ -491,6 +500,7 @@ impl Exchange {
             trigger_order_id: trigger_parent,
             cancel_reason: None,
             expires,
+            connection: p.connection,
         };
         if trigger.is_some() {
             self.orders.insert(order.id, order);

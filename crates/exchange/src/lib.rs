@@ -60,8 +60,8 @@ pub use ledger::{Delivery, LedgerEntry, LedgerKind};
 pub use mmp::{Frozen, MassQuote, MassQuoteReply, MmpConfig, MmpKey, Quote, QuoteFilter, QuoteSide};
 pub use money::Money;
 pub use order::{
-    AccountId, CancelReason, EditParams, InlineText, Label, Liquidity, Order, OrderFilter, OrderRef, OrderState,
-    OrderType, PlaceParams, QuoteIds, Size, Tag, TimeInForce, Trigger, TriggerKind, TypeFilter,
+    AccountId, CancelReason, ConnectionId, EditParams, InlineText, Label, Liquidity, Order, OrderFilter, OrderRef,
+    OrderState, OrderType, PlaceParams, QuoteIds, Size, Tag, TimeInForce, Trigger, TriggerKind, TypeFilter,
 };
 pub use query::{PositionView, Ticker, TradeFilter, parse_order_id};
 pub use reject::Reject;

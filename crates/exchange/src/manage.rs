@@ -14,8 +14,8 @@ use crate::event::Event;
 use crate::ledger::{Delivery, LedgerKind, trade_entry};
 use crate::money::Money;
 use crate::order::{
-    AccountId, CancelReason, EditParams, Order, OrderRef, OrderState, OrderType, PlaceParams, Size, TimeInForce,
-    TriggerKind,
+    AccountId, CancelReason, ConnectionId, EditParams, Order, OrderRef, OrderState, OrderType, PlaceParams, Size,
+    TimeInForce, TriggerKind,
 };
 use crate::reject::Reject;
 
@@ -285,6 +285,7 @@ impl Exchange {
         self.execute(now, order, out)
     }
 
+    #[allow(clippy::too_many_arguments)] // The request's fields, unpacked.
     pub(crate) fn close_position(
         &mut self,
         now: Utc,
@@ -292,6 +293,7 @@ impl Exchange {
         instrument: InstrumentId,
         order_type: OrderType,
         price: Option<Decimal>,
+        connection: Option<ConnectionId>,
         out: &mut Vec<Event>,
     ) -> Result<Order, Reject> {
         let inst = self.instrument(instrument)?;
@@ -310,6 +312,7 @@ impl Exchange {
             reduce_only: true,
             time_in_force: TimeInForce::GoodTilCancelled,
             size: Size::amount(amount),
+            connection,
             ..PlaceParams::market(instrument, side, amount)
         };
         self.place(now, account, &params, None, out)
@@ -421,6 +424,9 @@ impl Exchange {
             post_only: false,
             reject_post_only: false,
             label: trig.label,
+            // The fired order is the trigger's continuation: it goes with the trigger's
+            // connection when that one disconnects.
+            connection: trig.connection,
             ..PlaceParams::market(trig.instrument, trig.side, amount)
         };
         // A fired order that can no longer be placed (e.g. reduce-only with no position)

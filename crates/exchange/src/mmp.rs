@@ -45,7 +45,9 @@ use crate::catalogue::{CurrencyId, IndexId, Instrument};
 use crate::engine::Exchange;
 use crate::event::{Event, UserTrade};
 use crate::money::Money;
-use crate::order::{AccountId, CancelReason, Order, OrderType, PlaceParams, QuoteIds, Size, Tag, TimeInForce};
+use crate::order::{
+    AccountId, CancelReason, ConnectionId, Order, OrderType, PlaceParams, QuoteIds, Size, Tag, TimeInForce,
+};
 use crate::reject::Reject;
 
 const SECOND_NS: i64 = 1_000_000_000;
@@ -121,6 +123,8 @@ pub struct MassQuote {
     pub quote_id: Tag,
     pub valid_until: Option<Utc>,
     pub quotes: Vec<Quote>,
+    /// The connection sending it, recorded on every quote order for cancel-on-disconnect.
+    pub connection: Option<ConnectionId>,
 }
 
 /// What `private/mass_quote` did: the orders it placed (their state after matching) and the
@@ -270,7 +274,8 @@ impl Exchange {
             for (side, quote_side) in [(Side::Buy, quote.bid), (Side::Sell, quote.ask)] {
                 let Some(q) = quote_side else { continue };
                 let ids = QuoteIds { quote_set_id: quote.quote_set_id, ..ids };
-                match self.place_quote(now, account, request.mmp_group, quote.instrument, side, q, ids, out) {
+                let (group, connection) = (request.mmp_group, request.connection);
+                match self.place_quote(now, account, group, quote.instrument, side, q, ids, connection, out) {
                     Ok(order) => reply.orders.push(order),
                     Err(reject) => reply.errors.push((quote.instrument, side, reject)),
                 }
@@ -296,6 +301,7 @@ impl Exchange {
         side: Side,
         q: QuoteSide,
         ids: QuoteIds,
+        connection: Option<ConnectionId>,
         out: &mut Vec<Event>,
     ) -> Result<Order, Reject> {
         let inst = self.instrument(instrument)?;
@@ -312,6 +318,7 @@ impl Exchange {
             mmp: true,
             mmp_group: group,
             quote: Some(ids),
+            connection,
             ..PlaceParams::limit(instrument, side, Decimal::ZERO, q.price)
         };
         // Validate before replacing, so a bad quote leaves the old one resting.

@@ -14,6 +14,12 @@ use crate::reject::Reject;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AccountId(pub u32);
 
+/// The API connection (WebSocket session) an order was placed through. Deribit's
+/// cancel-on-disconnect cancels the orders of the connection that closed, not the account's:
+/// the order carries it so that rule needs no table beside the book.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConnectionId(pub u64);
+
 macro_rules! wire_enum {
     ($(#[$m:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$m])*
@@ -254,6 +260,9 @@ pub struct Order {
     pub cancel_reason: Option<CancelReason>,
     /// Good-til-day orders expire at this instant (the next 08:00 UTC session end).
     pub expires: Option<Utc>,
+    /// The connection that placed it (`None`: no connection, e.g. HTTP or the house). An
+    /// edit keeps it; an order a trigger fires inherits the trigger's.
+    pub connection: Option<ConnectionId>,
 }
 
 impl Order {
@@ -311,6 +320,8 @@ pub struct PlaceParams {
     pub quote: Option<QuoteIds>,
     /// Deribit's `valid_until`: reject with `13888 timed_out` if the engine sees it later.
     pub valid_until: Option<Utc>,
+    /// The connection placing it, recorded on the order for cancel-on-disconnect.
+    pub connection: Option<ConnectionId>,
 }
 
 impl PlaceParams {
@@ -334,6 +345,7 @@ impl PlaceParams {
             mmp_group: Tag::EMPTY,
             quote: None,
             valid_until: None,
+            connection: None,
         }
     }
 

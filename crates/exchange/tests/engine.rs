@@ -4,8 +4,8 @@
 
 use ticktrade_core::{Decimal, InstrumentId, Price, Qty, Side, Utc};
 use ticktrade_exchange::{
-    AccountId, BookAction, CancelReason, Catalogue, CatalogueParams, Config, EditParams, Event, Exchange, Label,
-    Liquidity, Money, OrderFilter, OrderState, OrderType, PlaceParams, Reject, Reply, Request, SelfTrade, Size,
+    AccountId, BookAction, CancelReason, Catalogue, CatalogueParams, Config, ConnectionId, EditParams, Event, Exchange,
+    Label, Liquidity, Money, OrderFilter, OrderState, OrderType, PlaceParams, Reject, Reply, Request, SelfTrade, Size,
     TimeInForce, TriggerKind,
 };
 
@@ -330,7 +330,15 @@ fn positions_fees_and_account_summary() {
     assert_eq!(env.ex.ticker(env.perp).unwrap().open_interest, 1_000);
     env.limit(A, Side::Buy, "10000", "100000");
     let Reply::Order(close) = env
-        .req(B, Request::ClosePosition { instrument: env.perp, order_type: OrderType::Market, price: None })
+        .req(
+            B,
+            Request::ClosePosition {
+                instrument: env.perp,
+                order_type: OrderType::Market,
+                price: None,
+                connection: None,
+            },
+        )
         .unwrap()
     else {
         panic!()
@@ -499,22 +507,72 @@ fn reproduces_the_documented_private_buy_example() {
 }
 
 #[test]
-fn cancel_on_disconnect_cancels_every_order_of_the_account_with_its_own_reason() {
+fn cancel_on_disconnect_cancels_the_connections_orders_with_its_own_reason() {
+    const C1: ConnectionId = ConnectionId(1);
+    const C2: ConnectionId = ConnectionId(2);
     let mut env = Env::new();
-    let a1 = env.limit(A, Side::Buy, "10", "48000");
-    let a2 = env.limit(A, Side::Sell, "10", "52000");
-    let b = env.limit(B, Side::Buy, "10", "47000");
-    let by_user = env.limit(A, Side::Buy, "10", "47500");
+    let perp = env.perp;
+    let via = |connection, side, price: &str| PlaceParams {
+        connection: Some(connection),
+        ..PlaceParams::limit(perp, side, d("10"), d(price))
+    };
+    let a1 = env.place(A, via(C1, Side::Buy, "48000")).unwrap();
+    let a2 = env.place(A, via(C1, Side::Sell, "52000")).unwrap();
+    // An edit keeps the order's connection.
+    env.req(A, Request::Edit(EditParams::new(a2.id, d("20"), Some(d("52500"))))).unwrap();
+    let stop = PlaceParams {
+        order_type: OrderType::StopMarket,
+        trigger: Some(TriggerKind::MarkPrice),
+        trigger_price: Some(d("40000")),
+        connection: Some(C1),
+        ..PlaceParams::market(env.perp, Side::Sell, d("10"))
+    };
+    let untriggered = env.place(A, stop).unwrap();
+    let other_connection = env.place(A, via(C2, Side::Buy, "47000")).unwrap();
+    let no_connection = env.limit(A, Side::Buy, "10", "46000");
+    let b = env.place(B, via(C1, Side::Buy, "47000")).unwrap();
+    let by_user = env.place(A, via(C1, Side::Buy, "47500")).unwrap();
     env.req(A, Request::Cancel { order_id: by_user.id }).unwrap();
-    assert_eq!(env.req(A, Request::CancelOnDisconnect).unwrap(), Reply::Count(2));
-    for id in [a1.id, a2.id] {
+    assert_eq!(env.req(A, Request::CancelOnDisconnect { connection: C1 }).unwrap(), Reply::Count(3));
+    for id in [a1.id, a2.id, untriggered.id] {
         let o = *env.ex.order(id).unwrap();
         assert_eq!((o.state, o.cancel_reason), (OrderState::Cancelled, Some(CancelReason::CancelOnDisconnect)));
         assert_eq!(CancelReason::CancelOnDisconnect.as_str(), "cancel_on_disconnect");
     }
     let o = *env.ex.order(by_user.id).unwrap();
     assert_eq!(o.cancel_reason, Some(CancelReason::UserRequest));
-    assert_eq!(env.ex.order(b.id).unwrap().state, OrderState::Open, "another account's order stays");
+    for (id, why) in [
+        (other_connection.id, "another connection's order stays"),
+        (no_connection.id, "an order placed without a connection stays"),
+        (b.id, "another account's order stays"),
+    ] {
+        assert_eq!(env.ex.order(id).unwrap().state, OrderState::Open, "{why}");
+    }
+}
+
+#[test]
+fn an_order_a_trigger_fires_keeps_the_triggers_connection() {
+    let mut env = Env::new();
+    let stop = PlaceParams {
+        order_type: OrderType::StopLimit,
+        trigger: Some(TriggerKind::MarkPrice),
+        trigger_price: Some(d("49500")),
+        price: Some(d("40000")),
+        connection: Some(ConnectionId(7)),
+        ..PlaceParams::market(env.perp, Side::Sell, d("50"))
+    };
+    let o = env.place(B, stop).unwrap();
+    env.out.clear();
+    env.ex.set_mark(T0, env.perp, d("49400"), &mut env.out);
+    let fired = env
+        .out
+        .iter()
+        .find_map(|e| match e {
+            Event::Order(x) if x.trigger_order_id == Some(o.id) => Some(*x),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(fired.connection, Some(ConnectionId(7)), "{fired:?}");
 }
 
 #[test]

@@ -118,6 +118,7 @@ fn quote_request(perp: InstrumentId) -> MassQuote {
             bid: Some(side(INDEX - 10)),
             ask: Some(side(INDEX + 10)),
         }],
+        connection: None,
     }
 }
 

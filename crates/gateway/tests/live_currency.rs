@@ -1,6 +1,7 @@
 //! Reconciliation and the stop by currency, against the simulator on loopback: a currency-wide
 //! answer lists instruments the session does not trade (another client's order on the same
-//! account is neither the session's order state nor its to cancel), and the stop's trades
+//! account is neither the session's order state nor its to cancel, by the stop or by the
+//! session's cancel-on-disconnect), and the stop's trades
 //! catch-up pages through the currency's trades with `has_more`, booking none of them twice.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
@@ -97,9 +98,9 @@ fn a_currency_answer_lists_instruments_the_session_does_not_trade() {
     );
     let order_id = placed["order"]["order_id"].as_str().unwrap().to_owned();
 
-    // The simulator's cancel-on-disconnect cancels every order of the account whatever the
-    // scope asked for, so the session's closing connection would take the other order along.
-    let (mut session, handle) = session(&url, |_, live_config| live_config.cancel_on_disconnect = false);
+    // The session keeps its default cancel-on-disconnect (connection scope): its closing
+    // connection cancels the orders it placed, not the other client's.
+    let (mut session, handle) = session(&url, |_, live_config| assert!(live_config.cancel_on_disconnect));
     session.start().unwrap();
     run_until(&mut session, "live", |s| s.is_live());
     let queries_to_live = session.stats().queries;
@@ -116,8 +117,25 @@ fn a_currency_answer_lists_instruments_the_session_does_not_trade() {
     let ids: Vec<&str> = open.as_array().unwrap().iter().filter_map(|o| o["order_id"].as_str()).collect();
     let state = call(&mut client, "private/get_order_state", &format!(r#"{{"order_id":"{order_id}"}}"#));
     assert_eq!(ids, [order_id.as_str()], "{open} {state}");
+    // Nor does the session's disconnect take it along.
     drop(session);
+    wait_disconnected(&sim);
+    let open = call(&mut client, "private/get_open_orders_by_currency", r#"{"currency":"BTC"}"#);
+    let ids: Vec<&str> = open.as_array().unwrap().iter().filter_map(|o| o["order_id"].as_str()).collect();
+    let state = call(&mut client, "private/get_order_state", &format!(r#"{{"order_id":"{order_id}"}}"#));
+    assert_eq!(ids, [order_id.as_str()], "after the disconnect: {open} {state}");
     runtime.block_on(sim.shutdown());
+}
+
+/// Waits until the other client's is the simulator's only connection. The engine counts a
+/// connection gone once it has handled its end, cancel-on-disconnect included, so what the
+/// other client reads afterwards is after the cancel.
+fn wait_disconnected(sim: &ticktrade_sim::SimHandle) {
+    let deadline = Instant::now() + WAIT;
+    while sim.stats().connections > 1 {
+        assert!(Instant::now() < deadline, "the session's connection did not end");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 #[test]

@@ -179,6 +179,7 @@ pub async fn spawn(config: SimConfig) -> Result<SimHandle, SimError> {
         fault_log: fault_log.clone(),
         next_session: AtomicU64::new(1),
         http_credits: std::sync::Mutex::new(std::collections::HashMap::new()),
+        cancel_on_disconnect_defaults: std::sync::Mutex::new(std::collections::HashMap::new()),
     });
     let engine_config = EngineConfig {
         rate_per_s: config.rate_per_s,

@@ -31,6 +31,7 @@ use crate::auth::{Grant, Tokens};
 use crate::clock::SimClock;
 use crate::engine::{Command, FAMILIES};
 use crate::fault::{FaultLog, Faults};
+use crate::market::AccountId;
 use crate::rpc::{self, RpcError, Timing};
 use ticktrade_core::Mono;
 use ticktrade_deribit_proto::ratelimit::{Class, Credits, RateLimits, class_of};
@@ -54,6 +55,10 @@ pub struct Shared {
     pub next_session: AtomicU64,
     /// HTTP has no session: its credits are kept per client id ("" = unauthenticated).
     pub http_credits: Mutex<HashMap<String, Credits>>,
+    /// Each account's cancel-on-disconnect default (`scope: "account"`), which a connection
+    /// takes when it authenticates. One entry per account that set it, so bounded by the
+    /// configured API keys.
+    pub cancel_on_disconnect_defaults: Mutex<HashMap<AccountId, bool>>,
 }
 
 /// One WebSocket connection (or one HTTP request).
@@ -64,6 +69,8 @@ pub struct Session {
     pub grant: Option<Grant>,
     pub token: Option<String>,
     pub credits: Credits,
+    /// This connection's cancel-on-disconnect (`scope: "connection"`): when it closes, the
+    /// orders it placed are cancelled.
     pub cancel_on_disconnect: bool,
     pub heartbeat: Option<Duration>,
     /// A `test_request` was sent and no `public/test` has arrived since.
@@ -84,6 +91,20 @@ impl Session {
             awaiting_test: false,
             logged_out: false,
         }
+    }
+
+    /// Records the grant the connection now acts under (`public/auth` or an `access_token`
+    /// param). Deribit starts "every newly opened connection" at the account's
+    /// cancel-on-disconnect default; a connection has no account until it authenticates, so
+    /// the default is taken then. Re-authenticating for the same account keeps what the
+    /// connection has set since.
+    pub fn authenticate(&mut self, shared: &Shared, grant: Grant, token: String) {
+        if self.grant.as_ref().map(|g| g.account) != Some(grant.account) {
+            let defaults = shared.cancel_on_disconnect_defaults.lock().unwrap_or_else(|e| e.into_inner());
+            self.cancel_on_disconnect = defaults.get(&grant.account).copied().unwrap_or(false);
+        }
+        self.grant = Some(grant);
+        self.token = Some(token);
     }
 }
 
@@ -221,12 +242,13 @@ fn scope_allows(grant: &Grant, method: &str) -> bool {
 async fn engine_call(
     shared: &Shared,
     account: Option<u32>,
+    connection: Option<u64>,
     method: &str,
     params: Option<&RawValue>,
 ) -> Result<String, RpcError> {
     let (reply, rx) = oneshot::channel();
     let params = params.map(|p| p.to_owned());
-    let command = Command::Call { account, method: method.to_owned(), params, reply };
+    let command = Command::Call { account, connection, method: method.to_owned(), params, reply };
     shared.engine.send(command).await.map_err(|_| RpcError::new(11094, "internal_server_error"))?;
     rx.await.map_err(|_| RpcError::new(11094, "internal_server_error"))?
 }
@@ -260,8 +282,7 @@ async fn dispatch(
         let connection = session.websocket.then_some(session.id);
         let grant =
             shared.tokens.lock().unwrap_or_else(|e| e.into_inner()).check(shared.clock.utc(), &token, connection)?;
-        session.grant = Some(grant);
-        session.token = Some(token);
+        session.authenticate(shared, grant, token);
     }
     if private {
         let grant = session.grant.as_ref().ok_or_else(RpcError::unauthorized)?;
@@ -287,7 +308,9 @@ async fn dispatch(
         return subscribe::call(shared, session, account, id, method, params, us_in).await;
     }
     if FAMILIES.iter().any(|list| list.contains(&method)) {
-        return engine_call(shared, account, method, params).await.map(Some);
+        // Only a WebSocket session is a connection whose orders cancel-on-disconnect cancels.
+        let connection = session.websocket.then_some(session.id);
+        return engine_call(shared, account, connection, method, params).await.map(Some);
     }
     Err(crate::coverage::not_served(method))
 }

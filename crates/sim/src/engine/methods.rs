@@ -6,16 +6,17 @@
 //! turning them into `ticktrade_exchange::Request`s or queries, and encoding the result as
 //! JSON text. Every trading decision (validation, matching, fees, margin, positions) is the
 //! exchange's; its `Reject`s become Deribit's error objects unchanged.
-//! Must not: know sessions, auth or sockets. The caller has already checked that a private
-//! method has an account.
+//! Must not: know sessions, auth or sockets (a request's connection id is only a tag the
+//! exchange records on the orders it places, for cancel-on-disconnect). The caller has
+//! already checked that a private method has an account.
 
 use serde::Serialize;
 use serde_json::value::RawValue;
 use ticktrade_core::{InstrumentId, InstrumentKind, Side, Utc};
 use ticktrade_deribit_proto::api;
 use ticktrade_exchange::{
-    AccountId as ExAccount, EditParams, Event, Label, Order, OrderFilter, OrderRef, OrderState, OrderType, PlaceParams,
-    Reply, Request, Size, TimeInForce, TradeFilter, TriggerKind, TypeFilter, parse_order_id,
+    AccountId as ExAccount, ConnectionId, EditParams, Event, Label, Order, OrderFilter, OrderRef, OrderState,
+    OrderType, PlaceParams, Reply, Request, Size, TimeInForce, TradeFilter, TriggerKind, TypeFilter, parse_order_id,
 };
 
 use crate::market::{AccountId, Market};
@@ -140,7 +141,12 @@ fn with_trades(market: &Market, order: &Order, out: &[Event]) -> api::OrderWithT
     api::OrderWithTrades { order: market.render_order(order), trades }
 }
 
-fn place_params(market: &Market, side: Side, p: &api::OrderParams) -> Result<PlaceParams, RpcError> {
+fn place_params(
+    market: &Market,
+    side: Side,
+    p: &api::OrderParams,
+    connection: Option<ConnectionId>,
+) -> Result<PlaceParams, RpcError> {
     let instr = instrument(market, &p.instrument_name)?;
     let order_type = match p.order_type.as_deref() {
         None => OrderType::Limit,
@@ -172,6 +178,7 @@ fn place_params(market: &Market, side: Side, p: &api::OrderParams) -> Result<Pla
         mmp_group: ticktrade_exchange::Tag::EMPTY,
         quote: None,
         valid_until: p.valid_until.map(Utc::from_millis),
+        connection,
     })
 }
 
@@ -191,23 +198,25 @@ fn check_owner(order: Option<&Order>, account: AccountId) -> Result<&Order, RpcE
 const PRIVATE_FAMILIES: [&[&str]; 4] =
     [super::quotes::METHODS, super::trigger_history::METHODS, super::margins::METHODS, super::account_reads::METHODS];
 
-/// Calls `method`. `account` is `Some` for private methods (checked by the caller).
+/// Calls `method`. `account` is `Some` for private methods (checked by the caller);
+/// `connection` is the WebSocket session sending it (`None` over HTTP).
 pub fn call(
     market: &mut Market,
     now: Utc,
     account: Option<AccountId>,
+    connection: Option<ConnectionId>,
     method: &str,
     raw: Option<&RawValue>,
     out: &mut Vec<Event>,
 ) -> Result<String, RpcError> {
     if TRADING_METHODS.contains(&method) {
-        trading(market, now, account, method, raw, out)
+        trading(market, now, account, connection, method, raw, out)
     } else if BOOK_METHODS.contains(&method) {
         super::books::call(market, now, method, raw)
     } else if ORDER_READ_METHODS.contains(&method) {
         order_reads(market, account, method, raw)
     } else {
-        families(market, now, account, method, raw, out)
+        families(market, now, account, connection, method, raw, out)
     }
 }
 
@@ -216,6 +225,7 @@ fn trading(
     market: &mut Market,
     now: Utc,
     account: Option<AccountId>,
+    connection: Option<ConnectionId>,
     method: &str,
     raw: Option<&RawValue>,
     out: &mut Vec<Event>,
@@ -225,7 +235,7 @@ fn trading(
         "private/buy" | "private/sell" => {
             let p: api::OrderParams = params(raw)?;
             let side = if method == "private/buy" { Side::Buy } else { Side::Sell };
-            let request = Request::Place(place_params(market, side, &p)?);
+            let request = Request::Place(place_params(market, side, &p, connection)?);
             let start = out.len();
             let order = reply_order(market.handle(now, acc()?, request, out)?)?;
             json(&with_trades(market, &order, &out[start..]))
@@ -324,7 +334,8 @@ fn trading(
                 "market" => OrderType::Market,
                 _ => return Err(RpcError::invalid_param("type", "invalid value")),
             };
-            let request = Request::ClosePosition { instrument: instr, order_type, price: p.price.map(|n| n.0) };
+            let price = p.price.map(|n| n.0);
+            let request = Request::ClosePosition { instrument: instr, order_type, price, connection };
             let start = out.len();
             let order = reply_order(market.handle(now, acc()?, request, out)?)?;
             json(&with_trades(market, &order, &out[start..]))
@@ -460,13 +471,14 @@ fn families(
     market: &mut Market,
     now: Utc,
     account: Option<AccountId>,
+    connection: Option<ConnectionId>,
     method: &str,
     raw: Option<&RawValue>,
     out: &mut Vec<Event>,
 ) -> Result<String, RpcError> {
     if PRIVATE_FAMILIES.iter().any(|family| family.contains(&method)) {
         let account = account.ok_or_else(|| RpcError::new(10000, "authorization_required"))?;
-        return super::quotes::call(market, now, account, method, raw, out)
+        return super::quotes::call(market, now, account, connection, method, raw, out)
             .or_else(|| super::trigger_history::call(market, account, method, raw))
             .or_else(|| super::margins::call(market, now, account, method, raw, out))
             .or_else(|| super::account_reads::call(market, account, method, raw))

@@ -41,7 +41,7 @@ use serde_json::value::RawValue;
 use ticktrade_core::{InstrumentId, Utc};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use ticktrade_exchange::{Event, Request};
+use ticktrade_exchange::{ConnectionId, Event, Request};
 
 use crate::clock::SimClock;
 use crate::fault::{Fault, FaultLog, Faults};
@@ -150,13 +150,17 @@ pub enum Command {
         session: u64,
         tx: SessionTx,
     },
-    /// The session ended; cancel the account's orders when cancel-on-disconnect was on.
+    /// The session ended. With cancel-on-disconnect on, `cancel_orders_of` names its account:
+    /// the orders that session placed are cancelled (the account's other connections' stay).
     Unregister {
         session: u64,
         cancel_orders_of: Option<AccountId>,
     },
     Call {
         account: Option<AccountId>,
+        /// The WebSocket session sending it (`None` over HTTP): recorded on the orders it
+        /// places, so its cancel-on-disconnect finds them.
+        connection: Option<u64>,
         method: String,
         params: Option<Box<RawValue>>,
         reply: oneshot::Sender<Result<String, RpcError>>,
@@ -234,19 +238,27 @@ impl Engine {
             Command::Unregister { session, cancel_orders_of } => {
                 self.subs.unregister(session);
                 if let Some(account) = cancel_orders_of {
-                    let request = Request::CancelOnDisconnect;
+                    let request = Request::CancelOnDisconnect { connection: ConnectionId(session) };
                     let cancelled = self.market.handle(now, account, request, &mut self.events);
                     tracing::info!(session, account, ?cancelled, "cancel-on-disconnect");
                     self.publish(now);
                 }
             }
-            Command::Call { account, method, params, reply } => {
+            Command::Call { account, connection, method, params, reply } => {
                 if matches!(method.as_str(), "private/buy" | "private/sell" | "private/edit" | "private/edit_by_label")
                 {
                     self.config.stats.orders.fetch_add(1, Ordering::Relaxed);
                 }
-                let result =
-                    methods::call(&mut self.market, now, account, &method, params.as_deref(), &mut self.events);
+                let connection = connection.map(ConnectionId);
+                let result = methods::call(
+                    &mut self.market,
+                    now,
+                    account,
+                    connection,
+                    &method,
+                    params.as_deref(),
+                    &mut self.events,
+                );
                 let _ = reply.send(result);
                 self.publish(now);
             }

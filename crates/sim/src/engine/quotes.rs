@@ -15,7 +15,8 @@ use serde_json::value::RawValue;
 use ticktrade_core::{Decimal, InstrumentKind, Side, Utc};
 use ticktrade_deribit_proto::api::{self, Num};
 use ticktrade_exchange::{
-    AccountId as ExAccount, Event, Frozen, MassQuote, MmpConfig, MmpKey, Quote, QuoteFilter, QuoteSide, Size, Tag,
+    AccountId as ExAccount, ConnectionId, Event, Frozen, MassQuote, MmpConfig, MmpKey, Quote, QuoteFilter, QuoteSide,
+    Size, Tag,
 };
 
 use super::methods::{instrument, json};
@@ -71,6 +72,7 @@ pub fn call(
     market: &mut Market,
     now: Utc,
     account: AccountId,
+    connection: Option<ConnectionId>,
     method: &str,
     raw: Option<&RawValue>,
     out: &mut Vec<Event>,
@@ -79,7 +81,7 @@ pub fn call(
         return None;
     }
     Some(match method {
-        "private/mass_quote" => mass_quote(market, now, account, raw, out),
+        "private/mass_quote" => mass_quote(market, now, account, connection, raw, out),
         "private/cancel_quotes" => cancel_quotes(market, now, account, raw, out),
         _ => mmp(market, now, ExAccount(account), method, raw),
     })
@@ -174,6 +176,7 @@ fn mass_quote(
     market: &mut Market,
     now: Utc,
     account: AccountId,
+    connection: Option<ConnectionId>,
     raw: Option<&RawValue>,
     out: &mut Vec<Event>,
 ) -> Result<String, RpcError> {
@@ -202,6 +205,7 @@ fn mass_quote(
         quote_id: tag("quote_id", &p.quote_id)?,
         valid_until: p.valid_until.map(Utc::from_millis),
         quotes,
+        connection,
     };
     let start = out.len();
     let reply = if request.quotes.is_empty() && !errors.is_empty() {

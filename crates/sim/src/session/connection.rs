@@ -69,19 +69,32 @@ pub async fn call(
         }
         "private/enable_cancel_on_disconnect" | "private/disable_cancel_on_disconnect" => {
             let p: api::CancelOnDisconnectParams = rpc::params(params)?;
-            if let Some(scope) = p.scope.as_deref()
-                && scope != "connection"
-                && scope != "account"
-            {
-                return Err(RpcError::invalid_param("scope", "invalid value"));
+            let scope = CodScope::of(session, p.scope.as_deref())?;
+            let enabled = method == "private/enable_cancel_on_disconnect";
+            if scope == CodScope::Account {
+                let account = session.grant.as_ref().map(|g| g.account).ok_or_else(RpcError::unauthorized)?;
+                shared.cancel_on_disconnect_defaults.lock().unwrap_or_else(|e| e.into_inner()).insert(account, enabled);
             }
-            session.cancel_on_disconnect = method == "private/enable_cancel_on_disconnect";
+            // The account scope is the default of connections opened later, and the method
+            // still changes "the connection" it is called on (Deribit's description of both
+            // methods), so the current connection follows either scope.
+            session.cancel_on_disconnect = enabled;
             ok()
         }
-        "private/get_cancel_on_disconnect" => text(&api::CancelOnDisconnectResult {
-            scope: "connection".to_owned(),
-            enabled: session.cancel_on_disconnect,
-        }),
+        "private/get_cancel_on_disconnect" => {
+            let p: api::CancelOnDisconnectParams = rpc::params(params)?;
+            let scope = CodScope::of(session, p.scope.as_deref())?;
+            let enabled = match scope {
+                CodScope::Connection => session.cancel_on_disconnect,
+                CodScope::Account => {
+                    let account = session.grant.as_ref().map(|g| g.account).ok_or_else(RpcError::unauthorized)?;
+                    let defaults = shared.cancel_on_disconnect_defaults.lock().unwrap_or_else(|e| e.into_inner());
+                    // An account that never set it has it off, as a new Deribit account does.
+                    defaults.get(&account).copied().unwrap_or(false)
+                }
+            };
+            text(&api::CancelOnDisconnectResult { scope: scope.as_str().to_owned(), enabled })
+        }
         "private/logout" => {
             let p: api::LogoutParams = rpc::params(params)?;
             if p.invalidate_token.unwrap_or(true)
@@ -93,6 +106,42 @@ pub async fn call(
             Ok(None)
         }
         _ => Err(RpcError::method_not_found()),
+    }
+}
+
+/// The `scope` of the cancel-on-disconnect methods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CodScope {
+    /// This connection's setting (the default).
+    Connection,
+    /// The account's default for the connections opened after.
+    Account,
+}
+
+impl CodScope {
+    /// Parses `scope`; Deribit's "Scope `connection` can be used only when working via
+    /// Websocket" refuses it over HTTP (with the error of the other WebSocket-only calls).
+    fn of(session: &Session, scope: Option<&str>) -> Result<CodScope, RpcError> {
+        let scope = match scope {
+            None | Some("connection") => CodScope::Connection,
+            Some("account") => CodScope::Account,
+            Some(_) => return Err(RpcError::invalid_param("scope", "invalid value")),
+        };
+        if scope == CodScope::Connection && !session.websocket {
+            return Err(RpcError::with_data(
+                11050,
+                "bad_request",
+                serde_json::Value::String("scope connection is available on WebSocket only".into()),
+            ));
+        }
+        Ok(scope)
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            CodScope::Connection => "connection",
+            CodScope::Account => "account",
+        }
     }
 }
 
@@ -112,8 +161,7 @@ fn auth(shared: &Shared, session: &mut Session, params: Option<&RawValue>) -> Re
         sid: None,
     };
     if session.websocket {
-        session.grant = Some(outcome.grant);
-        session.token = Some(outcome.access_token);
+        session.authenticate(shared, outcome.grant, outcome.access_token);
     }
     text(&result)
 }
