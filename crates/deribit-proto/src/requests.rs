@@ -92,7 +92,8 @@ pub fn test(out: &mut Vec<u8>, id: u64) {
 pub enum CancelScope {
     /// The orders of this connection (a live session's choice).
     Connection,
-    /// Every order of the account.
+    /// The account's default for its connections opened later (each still cancels only the
+    /// orders created through it).
     Account,
 }
 
