@@ -17,9 +17,8 @@ use ticktrade_deribit_proto::signature::Secret;
 use ticktrade_strategy::{Action, Label, Status as OrderStatus, Strategy};
 
 use super::journal::{Entry, Link};
-use super::reconcile::position_of;
 use super::session::{Core, Exit, LiveError, LiveReport, Phase, StopStep, book_fill};
-use super::wire::{Pending, Query, position_lots};
+use super::wire::Pending;
 
 impl<S: Strategy> Core<S> {
     /// A new connection: everything the venue knew of the old one is gone.
@@ -36,10 +35,7 @@ impl<S: Strategy> Core<S> {
         self.wire.clear();
         self.last_recv = now;
         self.last_book.iter_mut().for_each(|t| *t = now);
-        if self.recon.trades.covered_ms.len() != self.instruments.currencies.len() {
-            let start_ms = self.wall_ms();
-            self.recon.trades.covered_ms = vec![start_ms; self.instruments.currencies.len()];
-        }
+        self.start_trades_window();
         self.runner.strategy_mut().record(Entry::Link { at: now, link: Link::Connected });
         match self.config.credentials.clone() {
             Some(credentials) => {
@@ -130,11 +126,6 @@ impl<S: Strategy> Core<S> {
         }
     }
 
-    /// This host's clock, in ms since the Unix epoch.
-    pub(super) fn wall_ms(&self) -> u64 {
-        (self.clock.utc().0 / 1_000_000).max(0) as u64
-    }
-
     /// The currency Deribit files an instrument's orders under.
     fn currency(&self, instrument: InstrumentId) -> &str {
         let currency = self.instruments.spec(instrument).order_currency();
@@ -209,14 +200,7 @@ impl<S: Strategy> Core<S> {
                 self.reconcile_progress(now);
             }
             Pending::Position(instrument) => {
-                match position_of(result).and_then(|p| {
-                    position_lots(self.instruments.spec(instrument), p.size.0)
-                        .ok()
-                        .map(|lots| (lots, p.average_price.0))
-                }) {
-                    Some((lots, avg)) => self.recon.positions.push((instrument, lots, avg)),
-                    None => self.malformed("position"),
-                }
+                self.apply_position(result, instrument);
                 self.reconcile_progress(now);
             }
             Pending::CurrencyPositions(group) => {
@@ -224,25 +208,7 @@ impl<S: Strategy> Core<S> {
                 self.reconcile_progress(now);
             }
             Pending::CurrencyTrades { group, from_ms } => {
-                if let Some((has_more, last_ms)) = self.apply_currency_trades(result, group, now) {
-                    match (has_more, last_ms) {
-                        // The next page starts at the last one's millisecond, included: trades
-                        // of that millisecond the page had no room for are not skipped.
-                        (true, Some(last)) if last > from_ms => {
-                            self.query(Query::CurrencyTrades { group, from_ms: last });
-                        }
-                        // A full page within one millisecond: the window cannot move past it.
-                        // The per-instrument catch-up pages by sequence number instead.
-                        (true, _) => {
-                            let members: Vec<InstrumentId> = self.instruments.members(group).collect();
-                            members.into_iter().for_each(|i| self.request_trades(i));
-                        }
-                        (false, _) => {
-                            let covered = &mut self.recon.trades.covered_ms[group.0 as usize];
-                            *covered = (*covered).max(self.recon.trades.started_ms);
-                        }
-                    }
-                }
+                self.on_currency_trades(result, group, from_ms, now);
                 self.reconcile_progress(now);
             }
             Pending::Flatten(_) => {

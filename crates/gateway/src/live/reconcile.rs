@@ -8,7 +8,7 @@
 //! Must not: run on the timed path, or count an order or trade of an instrument the session
 //! does not trade.
 
-use ticktrade_core::{Decimal, InstrumentId, Mono};
+use ticktrade_core::{Clock, Decimal, InstrumentId, Mono};
 use ticktrade_deribit_proto::api::Num;
 use ticktrade_deribit_proto::ratelimit::Class;
 use ticktrade_deribit_proto::requests;
@@ -35,9 +35,9 @@ pub(super) struct CatchUp {
     /// Per group, a time (this host's clock, ms) before which every trade of the group was
     /// seen: the first connection's, then the start of the last complete catch-up. A trade of
     /// ours is never older than the first connection (our labels are this run's).
-    pub(super) covered_ms: Vec<u64>,
+    covered_ms: Vec<u64>,
     /// When the running catch-up began (its queries went out after it).
-    pub(super) started_ms: u64,
+    started_ms: u64,
     /// `last_trade_seq` when the running catch-up began: a trade at or below it was booked
     /// already. Not the live figure: a page may list one instrument's trades of one
     /// millisecond in any order, and an unseen one must not be dropped for a later seq seen
@@ -70,6 +70,31 @@ impl<S: Strategy> Core<S> {
         }
     }
 
+    /// This host's clock, in ms since the Unix epoch (the currency windows' time base).
+    fn wall_ms(&self) -> u64 {
+        (self.clock.utc().0 / 1_000_000).max(0) as u64
+    }
+
+    /// On every connection: a currency group's window starts at the first connection (no trade
+    /// of this run's labels is older).
+    pub(super) fn start_trades_window(&mut self) {
+        if self.recon.trades.covered_ms.len() != self.instruments.currencies.len() {
+            let start_ms = self.wall_ms();
+            self.recon.trades.covered_ms = vec![start_ms; self.instruments.currencies.len()];
+        }
+    }
+
+    /// A `get_position` answer for one instrument.
+    pub(super) fn apply_position(&mut self, result: &[u8], instrument: InstrumentId) {
+        let position = position_of(result).and_then(|p| {
+            position_lots(self.instruments.spec(instrument), p.size.0).ok().map(|lots| (lots, p.average_price.0))
+        });
+        match position {
+            Some((lots, avg)) => self.recon.positions.push((instrument, lots, avg)),
+            None => self.malformed("position"),
+        }
+    }
+
     /// A `get_positions` answer: the group's instruments it lists, and a flat position for
     /// those it leaves out (Deribit lists only instruments with a position, or recently had).
     pub(super) fn apply_positions(&mut self, result: &[u8], group: Group) {
@@ -96,12 +121,28 @@ impl<S: Strategy> Core<S> {
     /// One page of a currency's trades catch-up: the group's trades not seen before the
     /// catch-up began are booked (only our labels). Returns `has_more` and the page's newest
     /// trade time, or `None` if the answer does not decode.
-    pub(super) fn apply_currency_trades(
-        &mut self,
-        result: &[u8],
-        group: Group,
-        now: Mono,
-    ) -> Option<(bool, Option<u64>)> {
+    /// One page of a currency's trades catch-up from `from_ms`: booked, then the next page
+    /// asked for, or the group's window moved on when it was the last.
+    pub(super) fn on_currency_trades(&mut self, result: &[u8], group: Group, from_ms: u64, now: Mono) {
+        let Some((has_more, last_ms)) = self.apply_currency_trades(result, group, now) else { return };
+        match (has_more, last_ms) {
+            // The next page starts at the last one's millisecond, included: trades of that
+            // millisecond the page had no room for are not skipped.
+            (true, Some(last)) if last > from_ms => self.query(Query::CurrencyTrades { group, from_ms: last }),
+            // A full page within one millisecond: the window cannot move past it. The
+            // per-instrument catch-up pages by sequence number instead.
+            (true, _) => {
+                let members: Vec<InstrumentId> = self.instruments.members(group).collect();
+                members.into_iter().for_each(|i| self.request_trades(i));
+            }
+            (false, _) => {
+                let covered = &mut self.recon.trades.covered_ms[group.0 as usize];
+                *covered = (*covered).max(self.recon.trades.started_ms);
+            }
+        }
+    }
+
+    fn apply_currency_trades(&mut self, result: &[u8], group: Group, now: Mono) -> Option<(bool, Option<u64>)> {
         let Core { runner, instruments, books, outbox, stats, last_trade_seq, recon, .. } = self;
         let seen_before = &recon.trades.seen_before;
         let mut last_ms: Option<u64> = None;
@@ -233,20 +274,20 @@ impl<S: Strategy> Core<S> {
 
 /// The members of Deribit's position object the session reads, exact.
 #[derive(serde::Deserialize)]
-pub(super) struct PositionRow {
+struct PositionRow {
     #[serde(default)]
-    pub instrument_name: String,
-    pub size: Num,
-    pub average_price: Num,
+    instrument_name: String,
+    size: Num,
+    average_price: Num,
 }
 
 /// `get_position`'s result: one position object.
-pub(super) fn position_of(result: &[u8]) -> Option<PositionRow> {
+fn position_of(result: &[u8]) -> Option<PositionRow> {
     serde_json::from_slice(result).ok()
 }
 
 /// `get_positions`' result: an array of position objects.
-pub(super) fn positions_of(result: &[u8]) -> Option<Vec<PositionRow>> {
+fn positions_of(result: &[u8]) -> Option<Vec<PositionRow>> {
     serde_json::from_slice(result).ok()
 }
 
