@@ -22,7 +22,7 @@ use ticktrade_core::{InstrumentSpec, Price, Qty, Side};
 
 use crate::book::{BookHeader, BookKind, decode_book_units};
 use crate::scan::DecodeError;
-use crate::words::{load8, same_bytes};
+use crate::words::{leading_digits, load8, same_bytes};
 
 /// A decoder for one instrument's book notifications. `repr(C)`: what the fixed-layout path
 /// reads (units, the two constant runs inline) comes first and in few cache lines; the spec,
@@ -521,17 +521,6 @@ impl<'a> Cursor<'a> {
 #[inline]
 pub fn touch_lines(bytes: &[u8]) -> u8 {
     bytes.iter().step_by(64).fold(0, |x, &b| x ^ b)
-}
-
-/// How many of the word's bytes, from the first, are ASCII digits (0–8). A byte `b` is a digit
-/// when `b ^ 0x30` is at most 9: its high nibble is then 0 and adding 6 does not carry into it.
-/// Carries from a non-digit byte only reach later bytes, so the first non-digit is exact.
-#[inline(always)]
-fn leading_digits(word: u64) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let t = word ^ (ONES * 0x30);
-    let flags = (t | t.wrapping_add(ONES * 6)) & (ONES * 0xF0);
-    (flags.trailing_zeros() / 8) as usize
 }
 
 /// The value of the first `k` (1–8) bytes of `word`, all ASCII digits: shifted to the top so

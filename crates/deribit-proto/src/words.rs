@@ -3,28 +3,34 @@
 //! or `bcmp` (each call cost more than the short scans these do).
 //!
 //! Owns: finding a string's end, checking a label needs no escaping, counting the digits that
-//! end a slice, comparing two slices, loading eight bytes at any offset.
+//! begin a word or end a slice, comparing two slices, loading eight bytes at any offset.
 //! Must not: read past a slice or depend on alignment.
 
-/// The index of the first `"`, `\\` or control byte, eight bytes at a time (SWAR: a byte
-/// equal to `c` makes `(x ^ c·0x01…) - 0x01…` borrow into its top bit; the lowest flagged byte
-/// is always a true match, because borrows only travel upwards).
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The top bit of each byte of `x` that is `"`, `\\` or a control byte, and maybe of bytes after
+/// it (SWAR: a byte equal to `c` makes `(x ^ c·0x01…) - 0x01…` borrow into its top bit; the
+/// lowest flagged byte is always a true match, because borrows only travel upwards).
+#[inline(always)]
+fn escape_flags(x: u64) -> u64 {
+    let quote = x ^ (ONES * u64::from(b'"'));
+    let backslash = x ^ (ONES * u64::from(b'\\'));
+    ((quote.wrapping_sub(ONES) & !quote)
+        | (backslash.wrapping_sub(ONES) & !backslash)
+        | (x.wrapping_sub(ONES * 0x20) & !x))
+        & HIGHS
+}
+
+/// The index of the first `"`, `\\` or control byte, eight bytes at a time ([`escape_flags`]).
 #[inline]
 pub(crate) fn string_end(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
     let mut chunks = bytes.chunks_exact(8);
     let mut base = 0;
     for chunk in &mut chunks {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word);
-        let quote = x ^ (ONES * u64::from(b'"'));
-        let backslash = x ^ (ONES * u64::from(b'\\'));
-        let found = (quote.wrapping_sub(ONES) & !quote)
-            | (backslash.wrapping_sub(ONES) & !backslash)
-            | (x.wrapping_sub(ONES * 0x20) & !x);
-        let found = found & HIGHS;
+        let found = escape_flags(u64::from_le_bytes(word));
         if found != 0 {
             return Some(base + (found.trailing_zeros() / 8) as usize);
         }
@@ -33,20 +39,28 @@ pub(crate) fn string_end(bytes: &[u8]) -> Option<usize> {
     chunks.remainder().iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).map(|i| base + i)
 }
 
+/// How many of the word's bytes, from the first, are ASCII digits (0–8). A byte `b` is a digit
+/// when `b ^ 0x30` is at most 9: its high nibble is then 0 and adding 6 does not carry into it.
+/// Carries from a non-digit byte only reach later bytes, so the first non-digit is exact.
+#[inline(always)]
+pub(crate) fn leading_digits(word: u64) -> usize {
+    let t = word ^ (ONES * 0x30);
+    let flags = (t | t.wrapping_add(ONES * 6)) & (ONES * 0xF0);
+    (flags.trailing_zeros() / 8) as usize
+}
+
 /// How many ASCII digits end `bytes`, eight at a time from the end (the stamps at the end of
 /// a response, `"usOut":1733270400123456`, are read backwards).
 #[inline]
 pub(crate) fn digits_before(bytes: &[u8]) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
     let mut n = 0;
     while n + 8 <= bytes.len() {
         let end = bytes.len() - n;
         let mut word = [0u8; 8];
         word.copy_from_slice(&bytes[end - 8..end]);
-        // Big-endian: the last byte is the lowest, so leading zeros count from the end.
-        let t = u64::from_be_bytes(word) ^ (ONES * 0x30);
-        let flags = (t | t.wrapping_add(ONES * 6)) & (ONES * 0xF0);
-        let k = (flags.trailing_zeros() / 8) as usize;
+        // Big-endian: the last byte is the lowest, so the word's leading digits are the
+        // slice's last ones.
+        let k = leading_digits(u64::from_be_bytes(word));
         n += k;
         if k < 8 {
             return n;
@@ -56,19 +70,11 @@ pub(crate) fn digits_before(bytes: &[u8]) -> usize {
 }
 
 /// Whether a JSON string body needs no escaping and is ASCII: no `"`, `\\`, control byte or
-/// byte of 0x80 and up (the flags of [`string_end`] with each byte's top bit, in one pass).
+/// byte of 0x80 and up ([`escape_flags`] with each byte's top bit, in one pass).
 #[inline]
 pub(crate) fn plain_ascii(bytes: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let flags = |x: u64| {
-        let quote = x ^ (ONES * u64::from(b'"'));
-        let backslash = x ^ (ONES * u64::from(b'\\'));
-        (quote.wrapping_sub(ONES) & !quote)
-            | (backslash.wrapping_sub(ONES) & !backslash)
-            | x.wrapping_sub(ONES * 0x20)
-            | x
-    };
+    // A byte of 0x80 and up is flagged by its own top bit.
+    let flags = |x: u64| escape_flags(x) | (x & HIGHS);
     let word_at = |at: usize| {
         let mut word = [0u8; 8];
         word.copy_from_slice(&bytes[at..at + 8]);
@@ -78,7 +84,7 @@ pub(crate) fn plain_ascii(bytes: &[u8]) -> bool {
     if n < 8 {
         let mut word = [b' '; 8];
         word[..n].copy_from_slice(bytes);
-        return flags(u64::from_le_bytes(word)) & HIGHS == 0;
+        return flags(u64::from_le_bytes(word)) == 0;
     }
     // Whole words, then the last eight bytes (overlapping the one before): any flagged byte
     // is one of the input's, so overlap cannot change the answer.
@@ -88,7 +94,7 @@ pub(crate) fn plain_ascii(bytes: &[u8]) -> bool {
         any |= flags(word_at(at));
         at += 8;
     }
-    any & HIGHS == 0
+    any == 0
 }
 
 /// Whether two slices are equal, without a call into `bcmp`: words of eight bytes XORed and
