@@ -527,6 +527,8 @@ fn user_trades(market: &Market, account: AccountId, method: &str, raw: Option<&R
     let filter = order_filter(market, &api::FilterParams { kind: None, ..p.clone() })?;
     let trade_filter = TradeFilter { instrument: filter.instrument, currency: None, order_id: None };
     let currency = filter.currency;
+    // Sequence numbers count per instrument: Deribit takes them on `…_by_instrument` only.
+    let by_instrument = method.contains("by_instrument");
     let mut trades: Vec<&ticktrade_exchange::UserTrade> = market
         .ex
         .user_trades(ExAccount(account), trade_filter)
@@ -540,9 +542,7 @@ fn user_trades(market: &Market, account: AccountId, method: &str, raw: Option<&R
             let ms = t.timestamp.as_millis();
             start.is_none_or(|s| ms >= s) && end.is_none_or(|e| ms <= e)
         })
-        // Sequence numbers count per instrument: Deribit takes them on `…_by_instrument` only.
         .filter(|t| {
-            let by_instrument = method.contains("by_instrument");
             !by_instrument
                 || (p.start_seq.is_none_or(|s| t.trade_seq >= s) && p.end_seq.is_none_or(|e| t.trade_seq <= e))
         })
