@@ -65,6 +65,10 @@ async fn tokens_expire_on_the_simulators_clock() {
     let sim = ticktrade_sim::spawn_loopback(config).await.unwrap();
     let mut c = WsClient::connect(&sim.ws_url()).await;
     assert_eq!(c.call("public/get_time", json!({})).await["result"], json!(start.as_millis()));
+    // The 899 s jump below would otherwise let the idle-connection check close the socket
+    // before the next request; a heartbeat (on tokio's clock, so it never fires here) marks
+    // the connection as kept alive, as a real client's would be.
+    assert_eq!(c.call("public/set_heartbeat", json!({"interval": 60})).await["result"], "ok");
     let first = c.auth().await;
     assert_eq!(first["result"]["expires_in"], 900);
     let refresh = first["result"]["refresh_token"].as_str().unwrap().to_owned();
