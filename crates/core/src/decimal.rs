@@ -21,6 +21,18 @@ pub struct Decimal {
     scale: u8,
 }
 
+/// Powers of ten that fit a `u64`: `POW10_U64[k] == 10^k` for `k` in `0..=19`; the number
+/// scanners and writers of the protocol and book crates share it.
+pub const POW10_U64: [u64; 20] = {
+    let mut table = [1u64; 20];
+    let mut i = 1;
+    while i < 20 {
+        table[i] = table[i - 1] * 10;
+        i += 1;
+    }
+    table
+};
+
 /// Powers of ten that fit an `i128`: `POW10_I128[k] == 10^k` for `k` in `0..=38`.
 pub const POW10_I128: [i128; 39] = {
     let mut table = [1i128; 39];

@@ -21,7 +21,7 @@ pub mod num;
 pub mod rng;
 pub mod time;
 
-pub use decimal::{Decimal, POW10_I128, write_units};
+pub use decimal::{Decimal, POW10_I128, POW10_U64, write_units};
 pub use instrument::{
     InstrumentId, InstrumentKind, InstrumentSpec, OptionType, Settlement, SpecError, TickRule, TickStep,
 };

@@ -18,7 +18,7 @@
 //! same frames.
 
 use ticktrade_book::l2::{Action, LevelUpdate};
-use ticktrade_core::{InstrumentSpec, Price, Qty, Side};
+use ticktrade_core::{InstrumentSpec, POW10_U64 as POW10, Price, Qty, Side};
 
 use crate::book::{BookHeader, BookKind, decode_book_units};
 use crate::scan::DecodeError;
@@ -312,16 +312,6 @@ impl FastBookDecoder {
         }
     }
 }
-
-const POW10: [u64; 20] = {
-    let mut table = [1u64; 20];
-    let mut i = 1;
-    while i < 20 {
-        table[i] = table[i - 1] * 10;
-        i += 1;
-    }
-    table
-};
 
 struct Cursor<'a> {
     buf: &'a [u8],

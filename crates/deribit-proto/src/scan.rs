@@ -5,7 +5,7 @@
 //! Must not: allocate, recurse, or panic on any input: nesting is tracked in a bit stack,
 //! and every index is checked.
 
-use ticktrade_core::{Decimal, NumberError};
+use ticktrade_core::{Decimal, NumberError, POW10_U64};
 
 use crate::words::{same_bytes, string_end};
 
@@ -445,17 +445,6 @@ impl<'a> Scanner<'a> {
 pub(crate) fn offset(pos: usize) -> u32 {
     u32::try_from(pos).unwrap_or(u32::MAX)
 }
-
-/// Powers of ten that fit `u64` (10^0 … 10^18), shared by the scanners and number writers.
-pub(crate) const POW10_U64: [u64; 19] = {
-    let mut table = [1u64; 19];
-    let mut i = 1;
-    while i < 19 {
-        table[i] = table[i - 1] * 10;
-        i += 1;
-    }
-    table
-};
 
 #[cfg(test)]
 mod tests {

@@ -7,17 +7,15 @@
 //! divisor per exponent.
 //! Must not: keep state between calls or know the side's levels.
 
+use ticktrade_core::POW10_U64;
+
 use super::Grouping;
 
-const POW10: [i64; 19] = {
-    let mut t = [1i64; 19];
-    let mut i = 1;
-    while i < 19 {
-        t[i] = t[i - 1] * 10;
-        i += 1;
-    }
-    t
-};
+/// `10^k` as an `i64`, for `k <= 18` (the powers an `i64` holds).
+#[inline(always)]
+fn pow10(k: u32) -> i64 {
+    POW10_U64[k as usize] as i64
+}
 
 /// A bucket: its price `b`, the inclusive range `lo..=hi` of prices known to fall in it (those
 /// of its width: a bucket cut by a change of digits is only the part on the located price's
@@ -96,15 +94,15 @@ pub(crate) fn of_sig_figs(px: i64, sig_figs: u8, mantissa: u8, bid: bool) -> Buc
         return Bucket::single(px, px, px);
     }
     let d = px.ilog10() + 1;
-    let dlo = POW10[(d - 1) as usize];
-    let dhi = if (d as usize) < POW10.len() { POW10[d as usize] - 1 } else { i64::MAX };
+    let dlo = pow10(d - 1);
+    let dhi = if d < 19 { pow10(d) - 1 } else { i64::MAX };
     let sig = u32::from(sig_figs);
     if d < sig {
         return Bucket::single(px, dlo, dhi);
     }
     // d ≤ 19; an exponent of 19 (sig_figs 0) saturates like the width it would give.
     let exp = (d - sig).min(18);
-    let p = POW10[exp as usize];
+    let p = pow10(exp);
     let width = i64::from(mantissa).saturating_mul(p);
     if width <= 1 {
         return Bucket::single(px, dlo, dhi);
@@ -131,7 +129,7 @@ fn div_pow10(x: i64, e: u32) -> i64 {
         ($($e:literal)*) => {
             match e {
                 $($e => x / 10i64.pow($e),)*
-                _ => x / POW10[e.min(18) as usize],
+                _ => x / pow10(e.min(18)),
             }
         };
     }

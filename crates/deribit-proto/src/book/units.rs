@@ -5,15 +5,14 @@
 //! back to those, so results are always the core's (property-tested below).
 //! Must not: round: a value off the unit grid is `OffGrid`, as in the core.
 
-use ticktrade_core::{Decimal, InstrumentSpec, NumberError, Price, Qty};
-
-use crate::scan::POW10_U64 as POW10;
+use ticktrade_core::{Decimal, InstrumentSpec, NumberError, POW10_U64 as POW10, Price, Qty};
 
 /// `value / unit` when both fit `i64` arithmetic at the unit's scale; `None` to fall back.
 #[inline]
 fn units_fast(value: Decimal, unit: Decimal) -> Option<Result<i64, NumberError>> {
     let shift = unit.scale().checked_sub(value.scale())?;
-    let scaled = value.mantissa().checked_mul(POW10[usize::from(shift)] as i64)?;
+    let factor = i64::try_from(*POW10.get(usize::from(shift))?).ok()?;
+    let scaled = value.mantissa().checked_mul(factor)?;
     let step = unit.mantissa();
     if step <= 0 {
         return None;
@@ -44,7 +43,8 @@ pub(crate) fn qty(spec: &InstrumentSpec, value: Decimal) -> Result<Qty, NumberEr
 /// Appends `units × unit` as the shortest exact decimal, like `ticktrade_core::write_units`.
 #[inline]
 pub(crate) fn write(units: i64, unit: Decimal, out: &mut Vec<u8>) {
-    let Some(mantissa) = units.checked_mul(unit.mantissa()) else {
+    let scale = usize::from(unit.scale());
+    let (Some(mantissa), Some(&pow)) = (units.checked_mul(unit.mantissa()), POW10.get(scale)) else {
         return ticktrade_core::write_units(units, unit, out);
     };
     if mantissa < 0 {
@@ -52,12 +52,10 @@ pub(crate) fn write(units: i64, unit: Decimal, out: &mut Vec<u8>) {
     }
     let magnitude = mantissa.unsigned_abs();
     let mut buf = itoa::Buffer::new();
-    let scale = usize::from(unit.scale());
     if scale == 0 {
         out.extend_from_slice(buf.format(magnitude).as_bytes());
         return;
     }
-    let pow = POW10[scale];
     let (int_part, mut frac) = (magnitude / pow, magnitude % pow);
     out.extend_from_slice(buf.format(int_part).as_bytes());
     if frac == 0 {
@@ -79,6 +77,9 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The largest scale a `Decimal` allows: the tests cover every one.
+    const MAX_SCALE: u8 = ticktrade_core::decimal::MAX_SCALE;
+
     fn spec(tick: (i64, u8), unit: (i64, u8)) -> InstrumentSpec {
         InstrumentSpec::simple("X", Decimal::new(tick.0, tick.1).unwrap(), Decimal::new(unit.0, unit.1).unwrap())
             .unwrap()
@@ -87,8 +88,8 @@ mod tests {
     proptest! {
         #[test]
         fn conversions_equal_the_core(
-            tick in (1i64..1000, 0u8..10), unit in (1i64..1000, 0u8..10),
-            value in (any::<i64>(), 0u8..19),
+            tick in (1i64..1000, 0u8..=MAX_SCALE), unit in (1i64..1000, 0u8..=MAX_SCALE),
+            value in (any::<i64>(), 0u8..=MAX_SCALE),
         ) {
             let spec = spec(tick, unit);
             let value = Decimal::new(value.0, value.1).unwrap();
@@ -105,7 +106,7 @@ mod tests {
         }
 
         #[test]
-        fn writing_equals_the_core(units in any::<i64>(), unit in (1i64..1_000_000, 0u8..19)) {
+        fn writing_equals_the_core(units in any::<i64>(), unit in (1i64..1_000_000, 0u8..=MAX_SCALE)) {
             let unit = Decimal::new(unit.0, unit.1).unwrap();
             let (mut ours, mut core) = (Vec::new(), Vec::new());
             write(units, unit, &mut ours);

@@ -24,6 +24,8 @@
 
 use std::borrow::Cow;
 
+use ticktrade_core::POW10_U64;
+
 use super::{BookDiff, NodeOrder, OrderStatus, RawBookDiff, status_may_rest};
 
 /// The wrapper of a line: `{"local_time":…,"block_time":…,"block_number":…,"events":[`.
@@ -80,8 +82,6 @@ fn eight_digits(x: u64) -> u64 {
     let x = (x.wrapping_mul(100) + (x >> 16)) & 0x0000_ffff_0000_ffff;
     (x.wrapping_mul(10000) + (x >> 32)) & 0xffff_ffff
 }
-
-const POW10: [u64; 8] = [1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000];
 
 /// The little-endian word of the eight bytes of `bytes` from `at` (the caller checked that
 /// they are there).
@@ -313,7 +313,7 @@ impl<'a> Cursor<'a> {
         }
         self.at = at + 8 + n_b;
         let low = if n_b == 0 { 0 } else { eight_digits(b.wrapping_sub(ZEROS) << (8 * (8 - n_b))) };
-        Some(eight_digits(a.wrapping_sub(ZEROS)) * POW10[n_b] + low)
+        Some(eight_digits(a.wrapping_sub(ZEROS)) * POW10_U64[n_b] + low)
     }
 
     /// [`Cursor::u64`] a digit at a time.
