@@ -16,6 +16,7 @@
 //! - No Rust source file is over about 600 lines without a stated reason (`lengths`).
 //! - No comment or doc points to a file outside the repository, and every section reference
 //!   names a section that exists (`pointers`, over every tracked source, doc and script).
+//! - No test sleeps over 200 ms of wall time on a literal duration (`sleeps`).
 //!
 //! Test code is whatever item follows a `#[cfg(test)]` (or `#[cfg(any(test, …))]`) attribute,
 //! found by matching braces, plus the files of out-of-line `#[cfg(test)] mod name;` modules.
@@ -37,6 +38,8 @@ mod lengths;
 mod pointers;
 #[path = "tidy/scan.rs"]
 mod scan;
+#[path = "tidy/sleeps.rs"]
+mod sleeps;
 
 use scan::{Line, scan, test_module_names};
 
