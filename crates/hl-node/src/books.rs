@@ -8,6 +8,11 @@
 //! Must not: read files, parse a whole line, run a matching engine, or resync by itself. A diff
 //! that cannot be applied marks only its coin stale (its book is cleared and ignored until the
 //! next snapshot); the other coins carry on.
+//!
+//! A block is decoded once; `plan_block` groups its diffs by coin (coin names of up to 16
+//! bytes are looked up in a table that keeps them inline in its entries), and `split_block`
+//! lends each changed coin's book and touched range apart from the others' (`CoinPart`), so
+//! coins are applied, and then published, one at a time on either engine thread.
 
 use rustc_hash::FxHashMap;
 

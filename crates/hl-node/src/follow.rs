@@ -4,12 +4,18 @@
 //! rollover (drain the old file, then open the next one from its start) and positioning at a
 //! given block height on start or restart.
 //! Must not: wait or sleep, or hold more than a bounded amount of a file at once. `poll` reads
-//! what is there, at most [`READ_LIMIT`] bytes per call, and returns; the caller decides when
-//! to call it (file-system notification, with a polling fallback — see `watch`) and calls
-//! again at once while [`Follower::pending`] says more is waiting (catching up on an hourly
-//! file of gigabytes after a restart goes in steps, each step's lines handled in between).
+//! what is there, at most [`READ_LIMIT`] bytes per call, with one `read_to_end` into a kept
+//! buffer, and returns; the caller decides when to call it (file-system notification, with a
+//! polling fallback — see [`watch_dir`]) and calls again at once while [`Follower::pending`]
+//! says more is waiting (catching up on an hourly file of gigabytes after a restart goes in
+//! steps, each step's lines handled in between).
 //! A consumer done with a line hands its `String` back ([`Follower::recycle`]): the next line
-//! is copied into it instead of into a fresh allocation (`Spares`).
+//! is copied into it instead of into a fresh allocation (`Spares`, at most [`SPARES`] kept), so
+//! reading allocates nothing in steady state.
+//!
+//! [`watch_dir`] is the one recursive create/modify watcher of the data directory: it wakes
+//! the engine. [`Watched`] is a set of followers woken by their own `watch_dir`: the file-level
+//! floor reader of `ticktrade hl stats` and `bench hl`.
 
 /// Most bytes one `poll` or `poll_current` reads (the default of [`Follower::read_limit`]).
 pub const READ_LIMIT: u64 = 64 << 20;

@@ -3,7 +3,9 @@
 //! Owns: per-stream buffers of lines keyed by height, the next height to emit, and gap
 //! detection (a stream that has moved past a height without writing it lost that block).
 //! Must not: parse events or look at arrival order across streams: the node writes the three
-//! files independently, so a block's lines can arrive in any order.
+//! files independently, so a block's lines can arrive in any order. Nor keep a line it will not
+//! emit: `push` and a `Joined::Gap` give such lines back, so their buffers return to the
+//! follower that read them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -2,9 +2,13 @@
 //! when the operator asks for it (`--rt-priority`), and the normal class otherwise.
 //!
 //! Owns: [`set_realtime`], [`set_normal`], [`current`] for the calling thread, the same for
-//! another thread of the process ([`ThreadRef`]), and [`BlockClass`], which switches the
-//! engine thread and its helper to `SCHED_FIFO` at the start of each block and back to the
-//! normal class at its end. Must not: leave a thread real-time between blocks. A
+//! another thread of the process ([`ThreadRef`]), all over the `thread-priority` crate's safe
+//! API, and [`BlockClass`], which switches the engine thread and its helper to `SCHED_FIFO` at
+//! the start of each block and back to the normal class at its end: `server::start` checks
+//! the permission first with a switch up and down (`BlockClass::probe`); at each block the
+//! engine thread switches itself and the helper up, the helper switches itself back when its
+//! share is done, and the engine thread itself at the end. Must not: leave a thread real-time
+//! between blocks. A
 //! `SCHED_FIFO` thread that spins (the helper keeps itself awake up to 400 µs after each pass
 //! over the files) or that sleeps in a wake-up starves every normal thread of its CPU while it
 //! runs (the kernel's real-time throttling, 95% of each second by default, is the only guard),

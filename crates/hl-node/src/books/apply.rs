@@ -2,7 +2,10 @@
 //!
 //! Owns: the apply rules for a single diff (diff `px` and `sz` are
 //! authoritative; any `open`/`triggered` status may rest, the `new` diff decides; triggered and
-//! Ioc residuals rest as `Gtc`) and the touched-price bookkeeping the L2 skip rule reads.
+//! Ioc residuals rest as `Gtc`), the touched-price bookkeeping the L2 skip rule reads, and
+//! [`OrderMeta`], which keeps a resting order's user and cloid as raw bytes when they are
+//! `0x`-hex and its common words as indices, so resting an order allocates nothing in the
+//! usual case.
 //! Must not: see other coins or the block as a whole (`Books::plan_block`/`apply_coin` do):
 //! one coin's diffs can then be applied on any thread.
 

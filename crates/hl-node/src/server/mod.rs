@@ -6,8 +6,10 @@
 //! connection, the writer that drains each client's bounded queue (`ticktrade_net::outbound`,
 //! items of one frame or of a coin's `l2Book` frames: `publish::Frames`; the writer sends
 //! every frame queued, each item's frames as separate text frames in order, and flushes once),
-//! and the watcher (notify, recursive on the data directory) with the engine's polling
-//! interval as the fallback.
+//! the watcher (`follow::watch_dir`) with the engine's polling interval as the fallback, and
+//! the `/info` answers that read only the start-up documents (`meta`, `spotMeta`, `perpDexs`,
+//! `exchangeStatus`; the asset contexts ask the engine for their book parts); every other
+//! `/info` request goes to the engine thread.
 //! Must not: touch books (the engine thread does) or answer before the books are loaded (the
 //! engine is built from a loaded snapshot before `start` is called).
 

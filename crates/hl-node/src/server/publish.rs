@@ -1,10 +1,11 @@
 //! Clients, their subscriptions, and delivery into bounded per-client queues.
 //!
-//! Owns: the client table, subscription indexes (`l2Book` by coin and `(variant, nLevels)`,
-//! `trades` by coin name, `l4Book`, `bbo` and `activeAssetCtx` by coin, `candle` by coin and
-//! interval, `allMids`, `orderUpdates` and
-//! `userFills` by user), the queue item ([`Frames`]: one frame, or a
-//! client's `l2Book` frames of one coin), and `send`: a non-blocking offer to the client's
+//! Owns: the client table, subscription indexes (`l2Book` by coin and `(variant, nLevels)`
+//! in [`L2Index`], an array by coin, each coin one sorted list of keys with its first client
+//! inline; `trades` by coin name, `l4Book`, `bbo` and `activeAssetCtx` by coin, `candle` by
+//! coin and interval, `allMids`, `orderUpdates` and
+//! `userFills` by user), the queue item ([`Frames`]: one frame, or a client's `l2Book` frames
+//! of one coin, up to eight inline), and `send`: a non-blocking offer to the client's
 //! [`ClientQueue`] (`ticktrade_net::outbound`, policy `Disconnect`) that disconnects a client
 //! whose queue is full, with a reason, so one slow reader never delays the others.
 //! Must not: compute books or read files; the engine calls it in block order, which is the

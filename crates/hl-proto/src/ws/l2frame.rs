@@ -4,7 +4,10 @@
 //! caller owns and reuses (`BytesMut`, split off as shared `Bytes`, so every subscriber of the
 //! view gets the same bytes without a copy), and a level equal to one of the previous frame
 //! (same price, size and count) is copied from that frame instead of formatted again: in a
-//! block most visible levels of a book are unchanged.
+//! block most visible levels of a book are unchanged. The view keeps each shown level's byte
+//! length in the last frame (both sides in one list), so a run of unchanged levels is one copy,
+//! and [`L2View::encode_changed`] compares and encodes in one pass, writing nothing when the
+//! shown levels are unchanged.
 //! Must not: allocate per level, use serde, or know sockets.
 
 use bytes::{Bytes, BytesMut};

@@ -7,6 +7,13 @@
 //! coins, and is reported), the cutting of a line into parts and who takes which.
 //! Must not: apply, publish or report (the caller gets the reports), or wait for the helper
 //! thread to start.
+//!
+//! On two threads the statuses line is cut into parts of about 32 kB at guessed event
+//! boundaries (`fast::statuses_split`), each boundary proven by the part before it
+//! (`statuses_head`, `statuses_middle`, `statuses_tail`; the whole line on this thread when a
+//! part gives up), and the diffs line is one more part. This thread claims parts from the
+//! front, the helper from the back ([`Claims`], one atomic word), so a late helper only takes
+//! fewer.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};

@@ -6,6 +6,22 @@
 //! thread (apply errors, frames a client's queue refused) and for the stats.
 //! Must not: report, announce or disconnect (only the engine thread does, after the block),
 //! or touch another coin's state than the job it took.
+//!
+//! Per coin: a coin's frames leave before the coins after it are applied. Work follows what can
+//! have changed: a view whose shown levels the block's touched range cannot reach keeps its
+//! last frame untouched (`l2::side_may_change`); the others aggregate from the coin's book
+//! sides, gathered once, into the lane's reused level lists; and a view whose full-precision
+//! twin keeps every level at its precision (`l2::keeps_levels`, e.g. `nSigFigs: 5` on
+//! Hyperliquid's 5-significant-figure prices) shares the twin's frame, and while it holds that
+//! frame it changes exactly when the twin does, so its own levels are not read.
+//!
+//! Cold caches: the lane prefetches (`ticktrade_core::hint`) the coin's view slots before its
+//! apply and each kept view's last levels and frame before aggregating, reads the coin's book
+//! levels in one pass first (`l2::warm_levels`), and the apply first reads the coin's orders
+//! (`L4Book::warm`, `warm_texts` in `books.rs`), so that cold misses overlap instead of
+//! stalling one by one. On one thread the lane yields its CPU after a coin's frames, at most
+//! once per `YIELD_EVERY` (200 µs), so the connection tasks they woke run before the rest of
+//! the block.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
