@@ -21,7 +21,8 @@
 //! - `rpc`: the error value, typed params (`-32602` names the parameter), envelope wrappers.
 //! - `clock`: `SimClock`, the one source of time, and `TokioClock` for paused-time tests.
 //! - `auth`: keys, `Secret`, tokens, scopes, signatures.
-//! - `fault`: fault kinds, rules, log; `rng`: their seeded draws.
+//! - `fault`: fault kinds, rules, log. Fault schedules and `auth`'s tokens draw from the
+//!   core's `SplitMix64`, seeded from `SimConfig::seed` (`seeded_rng`).
 //! - `market`: the exchange, its synthetic market and catalogue, rendered as API objects.
 //! - `engine`: the task owning the market; methods; publishing.
 //! - `session`: per-connection state and request dispatch.
