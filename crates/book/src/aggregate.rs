@@ -27,7 +27,8 @@
 //! buckets in one pass by 1.5x (on a deep Deribit-shaped book all in the dense window,
 //! `benches/l2_apply.rs`, the one pass was faster; no server computes all seven there). On a
 //! book all in its dense window (`aggregate_book`) each bucket is taken whole from the
-//! ladder: its price is also its far edge.
+//! ladder: its price is also its far edge, and the ladder's best-first cursor
+//! (`l2/ladder.rs`) consumes it one 64-tick word mask at a time.
 
 use ticktrade_core::{Decimal, Price, Qty, Side};
 

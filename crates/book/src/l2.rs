@@ -2,7 +2,8 @@
 //!
 //! Owns: both ladders (bids and asks), the last applied `change_id`, the `stale` flag.
 //! Must not: decode JSON, read a clock, log, or resync on its own. A gap returns
-//! `ApplyError::Gap`, the book stays stale, and the caller fetches a snapshot.
+//! `ApplyError::Gap`, the book stays stale, and the caller fetches a snapshot, which replaces
+//! the book entirely.
 //!
 //! Depth is unbounded and there is no fixed price window: every level is kept, however far
 //! from the best (see `ladder` for the dense window + sparse overflow layout). Steady state

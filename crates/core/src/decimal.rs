@@ -1,8 +1,9 @@
 //! Exact base-10 decimals, parsed from text without ever passing through `f64`.
 //!
-//! Owns: the decimal grammar venues use (JSON numbers and Hyperliquid's string decimals),
-//! conversion of a decimal into integer units of a step (`Decimal::to_units`) and back
-//! (`write_units`), with no rounding anywhere: a value off the grid is an error.
+//! Owns: the decimal grammar venues use (JSON numbers, exponent form included, and
+//! Hyperliquid's string decimals), conversion of a decimal into integer units of a step
+//! (`Decimal::to_units`) and back (`write_units`), with no rounding anywhere: a value off the
+//! grid is an error.
 //! Must not: allocate on the parse path, or accept a value it cannot represent exactly.
 
 use std::cmp::Ordering;

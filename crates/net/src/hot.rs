@@ -1,6 +1,7 @@
 //! The hot loop's own connection: a blocking byte stream, plain TCP on loopback or rustls over
-//! TCP anywhere, opened from a `ws://`/`wss://` URL within one deadline, then upgraded to a
-//! WebSocket (client role) with [`crate::handshake::client`].
+//! TCP anywhere, opened from a `ws://`/`wss://` URL within one deadline (10 s by default), then
+//! upgraded to a WebSocket (client role) with [`crate::handshake::client`]. It can busy-poll
+//! instead of blocking ([`HotStream::set_busy_poll`]); writes complete in either mode.
 //!
 //! Owns: [`HotStream`] (`TCP_NODELAY`, `Read + Write` for [`crate::frame::WsReader`]/`WsWriter`),
 //! the TLS roots ([`TlsRoots`]: the webpki roots, or exactly the PEM roots of a file such as the

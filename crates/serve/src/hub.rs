@@ -9,6 +9,11 @@
 //! Must not: await on a client (every send is a non-blocking offer), or send a change to a client that
 //! does not hold the book it applies to.
 //!
+//! Fan-out (`Hub::fan_out`): a frame is written to all its subscribers back to back, nothing
+//! between two writes but the next client's lookup and lock; the delays, counters and the
+//! slow-client policy are recorded after the loop, with one lock of the fan-out histogram per
+//! frame.
+//!
 //! Time: schedules (heartbeat deadlines, the linger, batch flushes) read [`timer_now`], tokio's
 //! clock, the one their timers wait on, so a test that pauses tokio time drives them without
 //! waiting. Latencies (upstream arrival → written) read `Instant::now`, the real clock.

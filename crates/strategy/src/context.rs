@@ -1,6 +1,8 @@
-//! The API strategies are written against: the `Strategy` callbacks, the `Context` they act and
-//! read through, the `Action`s they leave in a caller-owned `Outbox`, and `Runner`, which the
-//! live session (or a test, or the simulator's loop) drives with decoded events.
+//! The API strategies are written against: the `Strategy` callbacks (books, trades, our own
+//! order updates, fills, a timer), the `Context` they act and read through (place, edit,
+//! cancel, cancel-all; books, best prices, positions, open orders, specs, time), the `Action`s
+//! they leave in a caller-owned bounded `Outbox`, and `Runner`, which the live session (or a
+//! test, or the simulator's loop) drives with decoded events.
 //!
 //! Owns: the order of work per event — order state first, then the loss check, then the
 //! strategy — and the rules of the context: every place and edit passes the risk checks, a

@@ -15,6 +15,10 @@
 //! never doubles a position; an order's filled amount is the larger of what its reports say
 //! and what its distinct fills add up to.
 //!
+//! Reconciliation after a reconnect (`Orders::apply_snapshot`): the venue's open orders merge
+//! as reports, and live ones carrying our label prefix that this run did not know are adopted;
+//! our live orders the venue no longer lists are cancelled; positions are replaced.
+//!
 //! Slots: a terminal order keeps its slot (so a late duplicate report finds it and changes
 //! nothing) until a new order needs one; then the oldest terminal slot is reused. Size the
 //! capacity well above the open-order limit.

@@ -3,7 +3,8 @@
 //! and reconciliation after a (re)connect; the stop sequence is `stop`.
 //!
 //! Owns: the order of the sync steps and the three conditions of going live (books resynced,
-//! private subscriptions confirmed, orders reconciled).
+//! private subscriptions confirmed, orders reconciled). Subscriptions go out in runs that each
+//! stay under the venue's 32 kB request limit (`requests::channel_batches`).
 //! Must not: run on the timed path (these are answers to rare requests; they may allocate),
 //! or resend an order: a place whose answer was lost is looked up by its label, never sent
 //! again.

@@ -3,7 +3,7 @@
 //! that drops upstream subscriptions nobody wants any more.
 //!
 //! Owns: `Hub::deliver`/`deliver_frame`, the per-client accounting, the heartbeat and linger
-//! schedules.
+//! schedules (a `test_request` every interval; close 4000 "heartbeat close" when unanswered).
 //! Must not: await on a client.
 
 use super::*;
