@@ -3,8 +3,9 @@
 //! (`fanout_books_cN`) and `--raw` (`fanout_raw_cN`). The delay is the server's own stage
 //! stamps: upstream frame received → downstream frame written, one sample per frame per client.
 //! Beside each, `floor_cN`: bare writes of the same frame (as a server WebSocket frame) to N
-//! other loopback sockets of the same kind, drained by the same kind of client on the same
-//! client runtime, timed from before the first socket's write to after each socket's write.
+//! other loopback sockets of the same kind, drained by the same kind of client
+//! (`--load-client tungstenite|lean`) on the same clients' runtime (not the server's), timed
+//! from before the first socket's write to after each socket's write.
 //! The floor runs inside the fan-out run, interleaved: one floor round `--floor-offset-ms`
 //! after each upstream frame reached client 0, so both see the same idle gap (~100 ms, the
 //! upstream `100ms` cadence) before they write. On this VM that gap matters: a CPU that idled

@@ -9,6 +9,8 @@
 //! `usIn`/`usOut` (`order_rt_to_venue`, `order_rt_in_venue`, `order_rt_from_venue`, µs
 //! resolution, one system clock on both ends), each beside the plain baseline (`baseline`:
 //! tokio + tungstenite, `format!`, serde_json `Value` for the ack) measured in the same run.
+//! Closed loop by default (the next order as soon as the ack is read); `--gap-us N` idles
+//! between an ack and the next order.
 //! Must not: time with a different clock on the two sides of a span.
 
 mod acker;
