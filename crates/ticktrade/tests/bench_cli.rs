@@ -1,6 +1,6 @@
-//! `ticktrade bench all --quick --report DIR` and every benchmark's `--json`, through the real
-//! binary: the report's structure, every plot an SVG with axis labels, the JSON key sets, and a
-//! failing benchmark reported as failed while the others still run.
+//! `ticktrade bench all --quick --report DIR` and `--json`, through the real binary: the
+//! report's structure, every plot an SVG with axis labels, every benchmark's JSON lines and key
+//! sets, and a failing benchmark reported as failed while the others still run.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
@@ -140,55 +140,65 @@ fn bench_all_quick_writes_the_report() {
     let results = std::fs::read_to_string(dir.path().join("results.jsonl")).unwrap();
     let lines: Vec<Value> = results.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     for (name, _) in BENCHES {
-        let mine: Vec<&Value> = lines.iter().filter(|l| l["bench"] == *name).collect();
-        let series: Vec<&Value> = mine.iter().copied().filter(|l| l.get("name").is_some()).collect();
-        assert!(series.len() >= 2, "{name}: {} series in results.jsonl", series.len());
-        for line in series {
-            let mut line = line.clone();
-            line.as_object_mut().unwrap().remove("bench");
-            check_series_line(&line, name);
-        }
+        let mine: Vec<Value> = lines
+            .iter()
+            .filter(|l| l["bench"] == *name)
+            .map(|l| {
+                let mut line = l.clone();
+                line.as_object_mut().unwrap().remove("bench");
+                line
+            })
+            .collect();
+        let series = mine.iter().filter(|l| l.get("name").is_some()).count();
+        assert!(series >= 2, "{name}: {series} series in results.jsonl");
+        check_bench_lines(name, &mine);
     }
 }
 
+/// `--json` prints the lines on stdout and moves the table to stderr (one cheap benchmark; the
+/// lines of every benchmark are checked in `bench all`'s `results.jsonl`, which holds exactly
+/// what each one prints with `--json`).
 #[test]
-fn every_bench_prints_json_lines_in_the_common_format() {
+fn bench_json_prints_the_lines_and_moves_the_table_to_stderr() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    for (name, args) in BENCHES {
-        let mut argv = vec!["bench", name];
-        argv.extend_from_slice(args);
-        argv.push("--json");
-        let out = run(&argv);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "bench {name} --json failed: {stderr}");
-        assert!(stderr.contains("p99.9"), "bench {name}: the table goes to stderr with --json: {stderr}");
-        let stdout = String::from_utf8(out.stdout).unwrap();
-        let lines: Vec<Value> = stdout
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bench {name}: {e}: {l}")))
-            .collect();
-        let mut series = lines.iter().filter(|l| l.get("name").is_some()).peekable();
-        assert!(series.peek().is_some(), "bench {name}: no series lines");
-        let mut with_baseline = 0;
-        for line in series {
-            check_series_line(line, name);
-            with_baseline += usize::from(line.get("baseline_p50").is_some());
+    let (name, args) = BENCHES[0];
+    let mut argv = vec!["bench", name];
+    argv.extend_from_slice(args);
+    argv.push("--json");
+    let out = run(&argv);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench {name} --json failed: {stderr}");
+    assert!(stderr.contains("p99.9"), "bench {name}: the table goes to stderr with --json: {stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<Value> =
+        stdout.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bench {name}: {e}: {l}"))).collect();
+    check_bench_lines(name, &lines);
+}
+
+/// One benchmark's `--json` lines: series in the common format, at least one with a baseline,
+/// and the summary object first where the benchmark has one.
+fn check_bench_lines(name: &str, lines: &[Value]) {
+    let mut series = lines.iter().filter(|l| l.get("name").is_some()).peekable();
+    assert!(series.peek().is_some(), "bench {name}: no series lines");
+    let mut with_baseline = 0;
+    for line in series {
+        check_series_line(line, name);
+        with_baseline += usize::from(line.get("baseline_p50").is_some());
+    }
+    assert!(with_baseline > 0, "bench {name}: no series has a baseline");
+    if name == "book" {
+        let want: BTreeSet<String> = BOOK_SUMMARY_KEYS.iter().map(|k| (*k).to_owned()).collect();
+        assert_eq!(keys(&lines[0]), want, "bench book's summary object must come first, exactly");
+        let ratio = lines[0]["ratio"].as_f64().unwrap();
+        let quotient =
+            lines[0]["baseline_ns_per_delta"].as_f64().unwrap() / lines[0]["ticktrade_ns_per_delta"].as_f64().unwrap();
+        assert!((ratio - quotient).abs() < 1e-9 * quotient, "{}", lines[0]);
+    } else if name == "bus" {
+        for key in ["via_nats_over_direct_p50", "via_nats_over_direct_p99", "load", "slow_edge"] {
+            assert!(lines[0].get(key).is_some(), "bench bus: summary first, with {key}: {}", lines[0]);
         }
-        assert!(with_baseline > 0, "bench {name}: no series has a baseline");
-        if *name == "book" {
-            let want: BTreeSet<String> = BOOK_SUMMARY_KEYS.iter().map(|k| (*k).to_owned()).collect();
-            assert_eq!(keys(&lines[0]), want, "bench book's summary object must come first, exactly");
-            let ratio = lines[0]["ratio"].as_f64().unwrap();
-            let quotient = lines[0]["baseline_ns_per_delta"].as_f64().unwrap()
-                / lines[0]["ticktrade_ns_per_delta"].as_f64().unwrap();
-            assert!((ratio - quotient).abs() < 1e-9 * quotient, "{}", lines[0]);
-        } else if *name == "bus" {
-            for key in ["via_nats_over_direct_p50", "via_nats_over_direct_p99", "load", "slow_edge"] {
-                assert!(lines[0].get(key).is_some(), "bench bus: summary first, with {key}: {}", lines[0]);
-            }
-        } else if *name != "match" {
-            assert!(lines.iter().all(|l| l.get("name").is_some()), "bench {name}: only series lines expected");
-        }
+    } else if name != "match" {
+        assert!(lines.iter().all(|l| l.get("name").is_some()), "bench {name}: only series lines expected");
     }
 }
 
