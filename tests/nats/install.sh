@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the pinned NATS server the bus tests start (crates/serve/tests/bus.rs) into
+# Installs the pinned NATS server the bus tests start (crates/serve/tests/it/bus.rs) into
 # the project-local ./.tools/bin, built from its Go module. Idempotent and quick when the
 # pinned version is already there. Debian's nats-server package is older (2.9).
 set -euo pipefail

@@ -4,7 +4,7 @@
 //!
 //! Owns: the endpoint table (`ENDPOINTS`), `SessionOptions`, `open`.
 //! Must not: hold any protocol logic (that is each venue's module). Adding a venue is its
-//! module plus its rows here; `crates/gateway/tests/venue_isolation.rs` checks that nothing
+//! module plus its rows here; `crates/gateway/tests/it/venue_isolation.rs` checks that nothing
 //! else needs to know it.
 
 use std::time::Duration;

@@ -8,7 +8,7 @@
 //! `engine::FAMILIES`), so the table cannot claim a method the dispatch lacks.
 //! Must not: route or answer a served method.
 //!
-//! A test (`tests/coverage.rs`) checks that every method of `testdata/deribit/examples/` is in
+//! A test (`tests/it/coverage.rs`) checks that every method of `testdata/deribit/examples/` is in
 //! exactly one of served / out of scope / not yet served, that every served method is
 //! answered by something other than "method not found", and that `docs/PROTOCOLS.md` is the
 //! rendering of this module (`UPDATE_PROTOCOLS=1` rewrites it).
@@ -195,7 +195,7 @@ pub fn render_table() -> String {
     let mut out = String::new();
     out.push_str("# Protocol coverage\n\n");
     out.push_str("Generated from `crates/sim/src/coverage.rs` and the simulator's dispatch lists; ");
-    out.push_str("`cargo test -p ticktrade-sim --test coverage` fails when this file is stale ");
+    out.push_str("`cargo test -p ticktrade-sim --test it coverage` fails when this file is stale ");
     out.push_str("(`UPDATE_PROTOCOLS=1` rewrites it).\n\n");
     out.push_str("## Deribit API v2 in `ticktrade sim`\n\n");
     out.push_str("Every method of the vectors in `testdata/deribit/examples/`. *Served*: answered with the ");
