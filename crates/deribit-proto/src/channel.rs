@@ -192,17 +192,12 @@ impl<'a> Channel<'a> {
             _ => None,
         }
     }
+}
 
-    /// True for `user.*` channels (subscribe with `private/subscribe`).
-    pub fn is_private(&self) -> bool {
-        matches!(
-            self,
-            Channel::UserOrders { .. }
-                | Channel::UserTrades { .. }
-                | Channel::UserChanges { .. }
-                | Channel::UserPortfolio { .. }
-        )
-    }
+/// Whether the channel called `name` is an account's: Deribit's `user.*` channels, which
+/// need an authenticated session (`private/subscribe`), whether or not this crate parses them.
+pub fn is_private(name: &str) -> bool {
+    name.starts_with("user.")
 }
 
 impl fmt::Display for Target<'_> {
@@ -298,7 +293,8 @@ mod tests {
             })
         );
         assert_eq!(Channel::parse("book.BTC-PERPETUAL.raw").and_then(|c| c.instrument()), Some("BTC-PERPETUAL"));
-        assert!(Channel::parse("user.portfolio.btc").unwrap().is_private());
+        assert!(is_private("user.portfolio.btc") && is_private("user.mmp_trigger.btc_usd"));
+        assert!(!is_private("book.BTC-PERPETUAL.raw") && !is_private("trades.future.BTC.100ms"));
     }
 
     #[test]

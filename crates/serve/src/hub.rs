@@ -247,10 +247,10 @@ struct UpParams<'a> {
 
 /// The upstream channel that feeds downstream channel `name`, or `None` if not served.
 pub(crate) fn upstream_channel(name: &str, raw_mode: bool) -> Option<String> {
-    let channel = Channel::parse(name)?;
-    if channel.is_private() {
+    if ticktrade_deribit_proto::channel::is_private(name) {
         return None;
     }
+    let channel = Channel::parse(name)?;
     match channel {
         Channel::Book { instrument, .. } | Channel::GroupedBook { instrument, .. } if !raw_mode => {
             Some(format!("book.{instrument}.100ms"))

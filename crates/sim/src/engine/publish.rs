@@ -157,7 +157,7 @@ impl Subscriptions {
         let parsed: Vec<(String, Sub)> =
             request.channels.iter().filter_map(|name| Sub::resolve(market, name).map(|c| (name.clone(), c))).collect();
         if request.account.is_none() {
-            if parsed.iter().any(|(_, c)| c.is_private()) {
+            if parsed.iter().any(|(name, _)| ticktrade_deribit_proto::channel::is_private(name)) {
                 return Err(RpcError::unauthorized());
             }
             if parsed.iter().any(|(_, c)| c.is_public_raw()) {

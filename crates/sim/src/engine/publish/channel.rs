@@ -1,8 +1,9 @@
 //! Channel names resolved against the catalogue: what a subscription is about.
 //!
 //! Owns: [`Sub`] and [`Selector`] (parsed by `ticktrade_deribit_proto::channel`, unknown
-//! instruments, indexes and currencies dropped as Deribit does), which channels need an
-//! authenticated session, and which instruments a selector covers.
+//! instruments, indexes and currencies dropped as Deribit does), which public channels need an
+//! authenticated session (the raw ones; `user.*` channels are
+//! `ticktrade_deribit_proto::channel::is_private`), and which instruments a selector covers.
 //! Must not: hold subscriber state.
 
 use ticktrade_deribit_proto::channel::{Channel, Group, Interval, Target};
@@ -125,18 +126,6 @@ impl Sub {
         })
     }
 
-    /// `user.*` channels need an authenticated session.
-    pub fn is_private(&self) -> bool {
-        matches!(
-            self,
-            Sub::UserOrders { .. }
-                | Sub::UserTrades { .. }
-                | Sub::UserChanges { .. }
-                | Sub::UserPortfolio { .. }
-                | Sub::UserMmpTrigger { .. }
-        )
-    }
-
     /// Public `raw` channels need an authenticated session (error 13778).
     pub fn is_public_raw(&self) -> bool {
         matches!(
@@ -186,10 +175,10 @@ mod tests {
             r("book.BTC-PERPETUAL.none.10.100ms"),
             Some(Sub::GroupedBook { instr: perp, group: 0, depth: 10, interval: Interval::Ms100 })
         );
-        assert!(r("user.orders.any.any.raw").is_some_and(|c| c.is_private()));
+        assert!(r("user.orders.any.any.raw").is_some());
         assert!(r("user.trades.BTC-PERPETUAL.100ms").is_some());
         assert!(r("user.portfolio.btc").is_some());
-        assert!(r("user.mmp_trigger.btc_usd").is_some_and(|s| s.is_private()));
+        assert!(r("user.mmp_trigger.btc_usd").is_some());
         assert!(r("user.mmp_trigger.any").is_some());
         assert!(r("deribit_price_index.btc_usd").is_some());
         assert!(r("incremental_ticker.BTC-PERPETUAL").is_some());
