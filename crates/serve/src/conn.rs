@@ -66,20 +66,20 @@ pub(crate) struct Outbound {
     shared: Arc<Shared>,
 }
 
-/// One client's fan-out delay histogram (ns, 2 significant digits).
+/// One client's fan-out delay histogram (ns, 2 significant digits), made at its first delay:
+/// each client has two (the hub's and its task's, so neither writer waits on the other's lock),
+/// about 15 KiB each, and a client whose frames all go one way never needs the other.
+#[derive(Default)]
 pub(crate) struct Delays(Option<Histogram<u32>>);
-
-impl Default for Delays {
-    fn default() -> Delays {
-        Delays(Histogram::new_with_bounds(1, 60_000_000_000, 2).ok())
-    }
-}
 
 impl Delays {
     /// Records the delay of a frame from upstream (received at `upstream_at`) whose last byte
     /// the socket took at `done`, and returns it (ns) for the server's histogram.
     pub(crate) fn record(&mut self, upstream_at: Instant, done: Instant) -> u64 {
         let ns = u64::try_from(done.saturating_duration_since(upstream_at).as_nanos()).unwrap_or(u64::MAX).max(1);
+        if self.0.is_none() {
+            self.0 = Histogram::new_with_bounds(1, 60_000_000_000, 2).ok();
+        }
         if let Some(h) = self.0.as_mut() {
             h.saturating_record(ns);
         }
@@ -89,14 +89,14 @@ impl Delays {
     /// The quantiles of these delays together with `other`'s.
     pub(crate) fn summary_with(&self, other: &Delays) -> DelaySummary {
         match (&self.0, &other.0) {
-            (Some(a), Some(b)) if !b.is_empty() => {
+            (Some(a), Some(b)) => {
                 let mut both = a.clone();
                 if both.add(b).is_err() {
                     return DelaySummary::of(Some(a));
                 }
                 DelaySummary::of(Some(&both))
             }
-            (a, _) => DelaySummary::of(a.as_ref()),
+            (one, None) | (None, one) => DelaySummary::of(one.as_ref()),
         }
     }
 }
@@ -129,11 +129,7 @@ impl DelaySummary {
 
 impl Outbound {
     fn new(stream: Option<Arc<TcpStream>>, cfg: &ServeConfig, shared: Arc<Shared>) -> Outbound {
-        Outbound {
-            queue: Queue::new(stream, cfg.queue_capacity, cfg.slow_policy),
-            flushed: Mutex::new(Delays::default()),
-            shared,
-        }
+        Outbound { queue: Queue::new(stream, cfg.queue_capacity, cfg.slow_policy), flushed: Mutex::default(), shared }
     }
 
     /// An outbound with no socket: frames stay queued until [`Outbound::take_queued`] (hub tests).
@@ -417,4 +413,27 @@ async fn run_client(stream: TcpStream, rest: Vec<u8>, state: &ConnState) {
     // Send what is left (a close frame at least), briefly.
     let _ = tokio::time::timeout(Duration::from_secs(2), out.flush()).await;
     out.queue.shutdown();
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::Delays;
+
+    #[test]
+    fn a_summary_counts_the_delays_of_whichever_side_recorded_them() {
+        let t0 = Instant::now();
+        let (mut hub, mut task) = (Delays::default(), Delays::default());
+        assert!(hub.0.is_none() && task.0.is_none(), "no histogram before the first delay");
+        assert_eq!(hub.summary_with(&task).count, 0);
+        task.record(t0, t0 + Duration::from_micros(5));
+        assert_eq!(hub.summary_with(&task).count, 1, "only the task's side");
+        hub.record(t0, t0 + Duration::from_micros(7));
+        hub.record(t0, t0 + Duration::from_micros(9));
+        let both = hub.summary_with(&task);
+        assert_eq!(both.count, 3);
+        assert!(both.max_ns >= 9_000 && both.max_ns < 9_100, "{both:?}");
+        assert_eq!(hub.summary_with(&Delays::default()).count, 2, "only the hub's side");
+    }
 }
