@@ -118,9 +118,6 @@ impl<S: Strategy> Core<S> {
         }
     }
 
-    /// One page of a currency's trades catch-up: the group's trades not seen before the
-    /// catch-up began are booked (only our labels). Returns `has_more` and the page's newest
-    /// trade time, or `None` if the answer does not decode.
     /// One page of a currency's trades catch-up from `from_ms`: booked, then the next page
     /// asked for, or the group's window moved on when it was the last.
     pub(super) fn on_currency_trades(&mut self, result: &[u8], group: Group, from_ms: u64, now: Mono) {
@@ -142,6 +139,9 @@ impl<S: Strategy> Core<S> {
         }
     }
 
+    /// Books a page's trades of the group not seen before the catch-up began (only our
+    /// labels). Returns `has_more` and the page's newest trade time, or `None` if the answer
+    /// does not decode.
     fn apply_currency_trades(&mut self, result: &[u8], group: Group, now: Mono) -> Option<(bool, Option<u64>)> {
         let Core { runner, instruments, books, outbox, stats, last_trade_seq, recon, .. } = self;
         let seen_before = &recon.trades.seen_before;
