@@ -3,7 +3,8 @@
 //! the risk checks and come back as results, `user.orders` and `user.trades` notifications
 //! (fills), all counted by the testkit's per-thread allocator on the session's thread. Over
 //! TLS the same run counts rustls's own allocations per frame. A busy-polling session
-//! (`run --busy-poll`) is counted too: its empty reads and yields must not allocate either.
+//! (`run --busy-poll`) is counted too: its empty reads, warm-ups and yields must not allocate
+//! either.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 

@@ -185,6 +185,42 @@ struct State {
     paused: bool,
 }
 
+impl State {
+    /// Every check of an edit of `label` to `price` and `qty`, in order: the order's slot,
+    /// instrument and venue id if it may go out. Pure, and not inlined: the session's warm-up
+    /// runs the same code ([`Runner::warm`]).
+    #[inline(never)]
+    fn check_edit(
+        &self,
+        books: &[L2Book],
+        now: Mono,
+        label: &Label,
+        price: Price,
+        qty: Qty,
+    ) -> Result<(u32, InstrumentId, VenueId), Blocked> {
+        if self.paused {
+            return Err(Blocked::Paused);
+        }
+        let (slot, order) = self.orders.find(label).ok_or(Blocked::UnknownOrder)?;
+        if !order.status.is_live() {
+            return Err(Blocked::UnknownOrder);
+        }
+        if !matches!(order.status, Status::Open | Status::PartlyFilled) || order.pending_cancel {
+            return Err(Blocked::NotOpen);
+        }
+        let (instrument, venue_id) = (order.instrument, order.venue_id);
+        let spec = self.specs.get(instrument.0 as usize).ok_or(Blocked::UnknownInstrument)?;
+        if !spec.tick_rule.is_valid(price) {
+            return Err(Blocked::OffGrid);
+        }
+        let candidate =
+            Candidate { instrument, side: order.side, price, qty, replaces: Some(*label), filled: order.filled() };
+        let reference = reference(self, books, instrument);
+        self.risk.check(&candidate, &self.orders, reference, now)?;
+        Ok((slot, instrument, venue_id))
+    }
+}
+
 impl Context<'_> {
     /// Checks and queues a new order; returns its label, or why it was blocked.
     pub fn place(&mut self, order: OrderRequest) -> Result<Label, Blocked> {
@@ -220,27 +256,9 @@ impl Context<'_> {
 
     /// Checks and queues an amendment of a live order to a new price and size.
     pub fn edit(&mut self, label: Label, price: Price, qty: Qty) -> Result<(), Blocked> {
-        let s = &mut *self.state;
-        if s.paused {
-            return Err(Blocked::Paused);
-        }
-        let (slot, order) = s.orders.find(&label).ok_or(Blocked::UnknownOrder)?;
-        if !order.status.is_live() {
-            return Err(Blocked::UnknownOrder);
-        }
-        if !matches!(order.status, Status::Open | Status::PartlyFilled) || order.pending_cancel {
-            return Err(Blocked::NotOpen);
-        }
-        let (instrument, venue_id) = (order.instrument, order.venue_id);
-        let spec = s.specs.get(instrument.0 as usize).ok_or(Blocked::UnknownInstrument)?;
-        if !spec.tick_rule.is_valid(price) {
-            return Err(Blocked::OffGrid);
-        }
-        let candidate =
-            Candidate { instrument, side: order.side, price, qty, replaces: Some(label), filled: order.filled() };
-        let reference = reference(s, self.books, instrument);
-        s.risk.check(&candidate, &s.orders, reference, self.now)?;
+        let (slot, instrument, venue_id) = self.state.check_edit(self.books, self.now, &label, price, qty)?;
         self.out.push(Action::Edit { label, instrument, venue_id, price, qty })?;
+        let s = &mut *self.state;
         s.orders.note_request_at(slot, Request::Edit, price, qty);
         s.risk.record_sent(self.now);
         Ok(())
@@ -412,6 +430,18 @@ impl<S: Strategy> Runner<S> {
         let Some(book) = books.get(instrument.0 as usize) else { return };
         let (strategy, mut ctx) = self.split(books, out, now);
         strategy.on_book(&mut ctx, instrument, book);
+    }
+
+    /// Runs the pure parts of a decision on `instrument` and drops their results: the loss
+    /// check at the mid, and every check of an edit that would leave the order of `label` as it
+    /// is. A busy-polling session calls it while it waits for a frame, so that this code is
+    /// cached when the next book frame arrives. Nothing changes.
+    #[inline(never)]
+    pub fn warm(&self, instrument: InstrumentId, label: Option<&Label>, books: &[L2Book], now: Mono) -> bool {
+        let s = &self.state;
+        let loss = mid(books, instrument).and_then(|mark| s.risk.loss_breach(&s.orders, instrument, mark));
+        let Some(order) = label.and_then(|label| s.orders.get(label)) else { return loss.is_some() };
+        s.check_edit(books, now, &order.label, order.price, order.qty).is_ok() && loss.is_none()
     }
 
     pub fn on_trade(&mut self, trade: &Trade, books: &[L2Book], now: Mono, out: &mut Outbox) {

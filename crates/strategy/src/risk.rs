@@ -346,15 +346,23 @@ impl Risk {
         if self.killed.is_some() {
             return None;
         }
+        let why = self.loss_breach(orders, instrument, mark)?;
+        self.killed = Some(why);
+        Some(why)
+    }
+
+    /// The loss limit `instrument`'s PnL marked at `mark` breaks, if any (the test of
+    /// [`Self::check_loss`], without tripping anything).
+    pub fn loss_breach(
+        &self,
+        orders: &Orders,
+        instrument: ticktrade_core::InstrumentId,
+        mark: Price,
+    ) -> Option<Blocked> {
         let (units, limit) = self.limits.instruments.get(instrument.0 as usize)?.max_loss?;
         let rule = orders.rule(instrument)?;
         let pnl = rule.pnl(&orders.position(instrument), mark);
-        if pnl < -units {
-            let why = Blocked::MaxLoss { limit };
-            self.killed = Some(why);
-            return Some(why);
-        }
-        None
+        (pnl < -units).then_some(Blocked::MaxLoss { limit })
     }
 }
 

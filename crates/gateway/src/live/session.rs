@@ -13,7 +13,8 @@
 //!
 //! Layout: `config` (how to run a session, what it reports), `incoming` (answers, order
 //! reports and trades from the venue), `outgoing` (actions to requests: pacing, deferral,
-//! encoding), `housekeeping` (between frames: stop, timers, staleness, status).
+//! encoding), `housekeeping` (between frames: stop, timers, staleness, status), `warm` (what a
+//! busy-polling loop runs after an empty read).
 //!
 //! Stamps: t0 read returned, t1 decoded, t2 book applied, t3 strategy and
 //! risk checks done, t4 every action encoded and framed, t5 the write returned.
@@ -25,7 +26,7 @@ use std::time::Duration;
 
 use ticktrade_book::L2Book;
 use ticktrade_book::l2::{ApplyError, LevelUpdate};
-use ticktrade_core::{Clock, Decimal, InstrumentId, InstrumentSpec, Mono};
+use ticktrade_core::{Clock, Decimal, InstrumentId, InstrumentSpec, Mono, Price, Qty};
 use ticktrade_deribit_proto::book_fast::FastBookDecoder;
 use ticktrade_deribit_proto::frame::{ChannelKind, Frame, result_in_usual_layout, scan_frame};
 use ticktrade_deribit_proto::order::{
@@ -37,7 +38,7 @@ use ticktrade_latency::{RawTicks, RingProducer, Stage, Stamps, TscClock};
 use ticktrade_net::frame::{Opcode, Role, WsError, WsReader, WsWriter};
 use ticktrade_net::hot::{ConnectError, HotOptions, HotStream};
 use ticktrade_strategy::order::Request;
-use ticktrade_strategy::{Action, Blocked, Label, Outbox, Reason, Runner, RunnerParts, Strategy, TimeInForce};
+use ticktrade_strategy::{Action, Blocked, Label, Outbox, Reason, Runner, RunnerParts, Strategy, TimeInForce, VenueId};
 
 use super::journal::{Entry, Journaled, Link, Status};
 use super::wire::{InFlight, Instruments, Pending, Query, fill_report, order_report};
@@ -48,8 +49,10 @@ mod config;
 mod housekeeping;
 mod incoming;
 mod outgoing;
+mod warm;
 
 use outgoing::{floor_write, write_wire};
+use warm::Warm;
 
 pub use config::{Exit, LiveConfig, LiveError, LiveReport, LiveStats, StopHandle};
 pub(super) use incoming::book_fill;
@@ -146,6 +149,7 @@ pub(super) struct Core<S: Strategy> {
     pub fatal: Option<LiveError>,
     /// Set when housekeeping finds the connection dead (silent too long).
     pub lost: Option<&'static str>,
+    warm: Warm,
 }
 
 struct Conn {
@@ -248,6 +252,7 @@ impl<S: Strategy> Session<S> {
             anchor,
             fatal: None,
             lost: None,
+            warm: Warm::new(),
             instruments,
             config,
         };
@@ -343,6 +348,14 @@ impl<S: Strategy> Session<S> {
         core.wire.clear();
     }
 
+    /// What a busy-polling loop does when a read finds nothing (the in-memory benchmark calls
+    /// it between an answer and the next tick, where the socket loop would poll).
+    pub fn offline_idle(&mut self) {
+        if self.core.config.busy_poll {
+            self.core.warm();
+        }
+    }
+
     /// True while trading (synced, not stopping).
     pub fn is_live(&self) -> bool {
         self.core.sync.phase == Phase::Live
@@ -399,6 +412,7 @@ impl<S: Strategy> Session<S> {
                     }
                     Err(WsError::Io(std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)) => {
                         if conn.stream.is_busy_poll() {
+                            core.warm();
                             conn.idle_polls += 1;
                             if conn.idle_polls >= IDLE_POLLS_PER_YIELD {
                                 conn.idle_polls = 0;
@@ -524,6 +538,9 @@ impl<S: Strategy> Core<S> {
         };
         raw.t[1] = self.clock.raw().0;
         raw.exch_ms = header.timestamp_ms;
+        if header.kind == BookKind::Change {
+            self.warm.keep_first(instrument, payload);
+        }
         let applied = match (header.kind, header.prev_change_id) {
             (BookKind::Change, Some(prev)) => self.books[i].apply_change(header.change_id, prev, &self.updates),
             (BookKind::Change, None) => Err(ApplyError::Gap { expected_prev: 0, got_prev: 0 }),

@@ -116,49 +116,20 @@ impl<S: Strategy> Core<S> {
     #[inline]
     #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
     pub(super) fn encode_action(&mut self, action: Action) {
-        match action {
-            Action::Place { label, order } => {
+        let pending = match action {
+            Action::Place { label, .. } => {
                 self.stats.places += 1;
-                let id = self.inflight.issue(Pending::Place(label));
-                let tag = wire_tag(&label);
-                let wire = WireOrder {
-                    side: order.side,
-                    kind: OrderKind::Limit(order.price),
-                    qty: order.qty,
-                    label: tag,
-                    time_in_force: match order.time_in_force {
-                        TimeInForce::GoodTilCancelled => ticktrade_deribit_proto::order::TimeInForce::GoodTilCancelled,
-                        TimeInForce::ImmediateOrCancel => {
-                            ticktrade_deribit_proto::order::TimeInForce::ImmediateOrCancel
-                        }
-                        TimeInForce::FillOrKill => ticktrade_deribit_proto::order::TimeInForce::FillOrKill,
-                    },
-                    post_only: order.post_only,
-                    // The strategy chose the price: a post-only order that would cross is
-                    // refused rather than moved.
-                    reject_post_only: order.post_only,
-                    reduce_only: order.reduce_only,
-                };
-                let encoder = &self.encoders[order.instrument.0 as usize];
-                encoder.encode_order(self.writer.begin(), id, &wire);
+                self.warm.set_label(label);
+                Pending::Place(label)
             }
-            Action::Edit { label, instrument, price, qty, .. } => {
+            Action::Edit { label, .. } => {
                 self.stats.edits += 1;
-                let id = self.inflight.issue(Pending::Edit(label));
-                let encoder = &self.encoders[instrument.0 as usize];
-                encoder.encode_edit_by_label(self.writer.begin(), id, wire_tag(&label), qty, price, false);
+                self.warm.set_label(label);
+                Pending::Edit(label)
             }
-            Action::Cancel { label, instrument, venue_id } => {
+            Action::Cancel { label, .. } => {
                 self.stats.cancels += 1;
-                let id = self.inflight.issue(Pending::Cancel(label));
-                let out = self.writer.begin();
-                if venue_id.is_empty() {
-                    let currency = self.instruments.spec(instrument).order_currency();
-                    let currency = (!currency.is_empty()).then_some(currency);
-                    requests::cancel_by_label(out, id, wire_tag(&label), currency);
-                } else {
-                    requests::cancel(out, id, venue_id.as_str());
-                }
+                Pending::Cancel(label)
             }
             Action::CancelAll { instrument } => {
                 self.stats.cancels += 1;
@@ -175,9 +146,63 @@ impl<S: Strategy> Core<S> {
                 }
                 return;
             }
-        }
+        };
+        let id = self.inflight.issue(pending);
+        write_request(&self.encoders, &self.instruments, self.writer.begin(), action, id);
         let frame = self.writer.finish(Opcode::Text);
         self.wire.extend_from_slice(frame);
+    }
+}
+
+/// Appends the request body of a place, edit or cancel with request id `id` (a cancel-all,
+/// one request per instrument, is written by the caller). Pure: the session's warm-up runs it
+/// into a scratch buffer.
+#[inline(never)]
+#[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
+pub(super) fn write_request(
+    encoders: &[OrderEncoder],
+    instruments: &Instruments,
+    out: &mut Vec<u8>,
+    action: Action,
+    id: u64,
+) {
+    match action {
+        Action::Place { label, order } => {
+            let wire = WireOrder {
+                side: order.side,
+                kind: OrderKind::Limit(order.price),
+                qty: order.qty,
+                label: wire_tag(&label),
+                time_in_force: match order.time_in_force {
+                    TimeInForce::GoodTilCancelled => ticktrade_deribit_proto::order::TimeInForce::GoodTilCancelled,
+                    TimeInForce::ImmediateOrCancel => ticktrade_deribit_proto::order::TimeInForce::ImmediateOrCancel,
+                    TimeInForce::FillOrKill => ticktrade_deribit_proto::order::TimeInForce::FillOrKill,
+                },
+                post_only: order.post_only,
+                // The strategy chose the price: a post-only order that would cross is
+                // refused rather than moved.
+                reject_post_only: order.post_only,
+                reduce_only: order.reduce_only,
+            };
+            encoders[order.instrument.0 as usize].encode_order(out, id, &wire);
+        }
+        Action::Edit { label, instrument, price, qty, .. } => {
+            encoders[instrument.0 as usize].encode_edit_by_label(out, id, wire_tag(&label), qty, price, false);
+        }
+        Action::Cancel { label, instrument, venue_id } => {
+            if venue_id.is_empty() {
+                let currency = instruments.spec(instrument).order_currency();
+                let currency = (!currency.is_empty()).then_some(currency);
+                requests::cancel_by_label(out, id, wire_tag(&label), currency);
+            } else {
+                requests::cancel(out, id, venue_id.as_str());
+            }
+        }
+        Action::CancelAll { instrument } => {
+            if let Some(i) = instrument {
+                requests::cancel_all_by_instrument(out, id, &instruments.specs[i.0 as usize].name);
+            }
+        }
     }
 }
 

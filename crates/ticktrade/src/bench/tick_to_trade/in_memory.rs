@@ -36,7 +36,8 @@ pub(crate) fn run(
 ) -> anyhow::Result<Vec<Series>> {
     let mut out = Vec::new();
     for (prefix, evict) in [("mem_", 0usize), ("mem_cold_", evict_kb.max(1) << 10)] {
-        let recorded = pass(spec, feed, clock, options, evict).with_context(|| format!("the {prefix} pass"))?;
+        let (recorded, _) =
+            pass(spec, feed, clock, options, evict, false).with_context(|| format!("the {prefix} pass"))?;
         out.push(Series::from_histogram(format!("{prefix}tick_to_encoded"), &recorded.tick_to_encoded));
         for (stage, name) in [
             (Stage::Decoded, "decode"),
@@ -61,6 +62,8 @@ struct Loop {
     written: Vec<u8>,
     replies: Vec<String>,
     orders: u64,
+    /// Everything the session wrote, when kept.
+    transcript: Option<Vec<u8>>,
 }
 
 impl Loop {
@@ -72,6 +75,9 @@ impl Loop {
                 return Ok(());
             }
             self.requests.feed(&self.written);
+            if let Some(transcript) = self.transcript.as_mut() {
+                transcript.extend_from_slice(&self.written);
+            }
             self.written.clear();
             while let Some(message) = self.requests.next_message()? {
                 if message.opcode == Opcode::Text {
@@ -96,7 +102,8 @@ fn pass(
     clock: &TscClock,
     options: RunOptions,
     evict: usize,
-) -> anyhow::Result<Recorded> {
+    keep_transcript: bool,
+) -> anyhow::Result<(Recorded, Vec<u8>)> {
     let (stamps_tx, stamps_rx) = spsc_ring(1 << 16);
     let recorder = spawn_recorder(stamps_rx, None)?;
     let target = Target {
@@ -113,6 +120,7 @@ fn pass(
         written: Vec::with_capacity(1 << 16),
         replies: Vec::new(),
         orders: 0,
+        transcript: keep_transcript.then(Vec::new),
     };
     io.session.offline_connect(&mut io.written);
     io.settle(clock)?;
@@ -129,6 +137,7 @@ fn pass(
     let mut read_buf = Vec::with_capacity(4096);
     let mut sweep = 0u8;
     for frame in &feed.changes {
+        io.session.offline_idle();
         if evict > 0 {
             sweep = sweep.wrapping_add(1);
             for line in garbage.iter_mut().step_by(64) {
@@ -144,6 +153,41 @@ fn pass(
     if io.orders == 0 {
         bail!("the session sent no order in memory");
     }
+    let transcript = io.transcript.take().unwrap_or_default();
     drop(io);
-    recorder.join().map_err(|_| anyhow!("recorder thread panicked"))
+    let recorded = recorder.join().map_err(|_| anyhow!("recorder thread panicked"))?;
+    Ok((recorded, transcript))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::tick_to_trade::exchange::Pace;
+    use ticktrade_gateway::hot::feed::btc_perpetual;
+
+    /// The busy-poll warm-up between ticks (`Session::offline_idle`, what the socket loop runs on
+    /// an empty read) changes nothing the session sends: the same frames give the same bytes,
+    /// masks, request ids and labels included, with and without it.
+    #[test]
+    fn warming_up_between_ticks_changes_nothing_sent() {
+        let spec = btc_perpetual().unwrap();
+        let feed = SyntheticFeed::generate(&spec, 400, 3);
+        let clock = TscClock::new();
+        let options = RunOptions {
+            tls: false,
+            risk: true,
+            every: 1,
+            floor_every: 4,
+            reply_timeout: std::time::Duration::from_millis(1),
+            pin_core: None,
+            pause: Pace::Reply,
+            gap: std::time::Duration::from_micros(50),
+            busy_poll: false,
+        };
+        let (cold, cold_sent) = pass(&spec, &feed, &clock, options, 0, true).unwrap();
+        let (warm, warm_sent) = pass(&spec, &feed, &clock, RunOptions { busy_poll: true, ..options }, 0, true).unwrap();
+        assert!(cold_sent.len() > 400 * 100, "{} bytes sent", cold_sent.len());
+        assert!(cold_sent == warm_sent, "the warmed session sent different bytes");
+        assert_eq!(cold.tick_to_encoded.count(), warm.tick_to_encoded.count());
+    }
 }
