@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use ticktrade_book::L2Book;
 use ticktrade_book::l2::{ApplyError, LevelUpdate};
-use ticktrade_core::{Clock, Decimal, InstrumentId, InstrumentSpec, Mono, Price, Qty};
+use ticktrade_core::{Clock, Decimal, InstrumentId, InstrumentSpec, Mono};
 use ticktrade_deribit_proto::book_fast::FastBookDecoder;
 use ticktrade_deribit_proto::frame::{ChannelKind, Frame, result_in_usual_layout, scan_frame};
 use ticktrade_deribit_proto::order::{
@@ -38,7 +38,7 @@ use ticktrade_latency::{RawTicks, RingProducer, Stage, Stamps, TscClock};
 use ticktrade_net::frame::{Opcode, Role, WsError, WsReader, WsWriter};
 use ticktrade_net::hot::{ConnectError, HotOptions, HotStream};
 use ticktrade_strategy::order::Request;
-use ticktrade_strategy::{Action, Blocked, Label, Outbox, Reason, Runner, RunnerParts, Strategy, TimeInForce, VenueId};
+use ticktrade_strategy::{Action, Blocked, Label, Outbox, Reason, Runner, RunnerParts, Strategy, TimeInForce};
 
 use super::journal::{Entry, Journaled, Link, Status};
 use super::wire::{InFlight, Instruments, Pending, Query, fill_report, order_report};
@@ -252,7 +252,7 @@ impl<S: Strategy> Session<S> {
             anchor,
             fatal: None,
             lost: None,
-            warm: Warm::new(),
+            warm: Warm::new(config.busy_poll),
             instruments,
             config,
         };
@@ -349,11 +349,10 @@ impl<S: Strategy> Session<S> {
     }
 
     /// What a busy-polling loop does when a read finds nothing (the in-memory benchmark calls
-    /// it between an answer and the next tick, where the socket loop would poll).
+    /// it between an answer and the next tick, where the socket loop would poll); nothing
+    /// unless the session busy-polls.
     pub fn offline_idle(&mut self) {
-        if self.core.config.busy_poll {
-            self.core.warm();
-        }
+        self.core.warm();
     }
 
     /// True while trading (synced, not stopping).

@@ -139,8 +139,8 @@ impl<S: Strategy> Core<S> {
                 };
                 for i in range {
                     let id = self.inflight.issue(Pending::CancelAll);
-                    let name = &self.instruments.specs[i].name;
-                    requests::cancel_all_by_instrument(self.writer.begin(), id, name);
+                    let one = Action::CancelAll { instrument: Some(InstrumentId(i as u32)) };
+                    write_request(&self.encoders, &self.instruments, self.writer.begin(), one, id);
                     let frame = self.writer.finish(Opcode::Text);
                     self.wire.extend_from_slice(frame);
                 }
@@ -154,9 +154,9 @@ impl<S: Strategy> Core<S> {
     }
 }
 
-/// Appends the request body of a place, edit or cancel with request id `id` (a cancel-all,
-/// one request per instrument, is written by the caller). Pure: the session's warm-up runs it
-/// into a scratch buffer.
+/// Appends the request body of `action` with request id `id`. A cancel-all is one request per
+/// instrument: this writes the one of `CancelAll { instrument: Some(_) }`, and the caller
+/// expands `None` into those. Pure: the session's warm-up runs it into a scratch buffer.
 #[inline(never)]
 #[cfg_attr(target_os = "linux", allow(unsafe_code), unsafe(link_section = "ticktrade_hot"))]
 pub(super) fn write_request(

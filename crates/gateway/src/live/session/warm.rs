@@ -14,10 +14,15 @@
 //! (docs/PERFORMANCE.md §4.1).
 
 use super::*;
+use ticktrade_core::{Price, Qty};
+use ticktrade_strategy::VenueId;
 
 /// What [`Core::warm`] runs over: a copy of the first change frame seen, the label of the last
 /// order placed or edited, a scratch decode buffer and a scratch writer (its own mask state).
+/// Only a busy-polling session keeps a frame (and has the buffers); otherwise a round does
+/// nothing.
 pub(super) struct Warm {
+    enabled: bool,
     frame: Vec<u8>,
     instrument: Option<InstrumentId>,
     label: Option<Label>,
@@ -27,22 +32,26 @@ pub(super) struct Warm {
 
 /// The longest change frame kept for warming.
 const WARM_FRAME_CAP: usize = 4096;
+/// Room for its level updates: a level takes at least 13 bytes (`["new",1,1],`).
+const WARM_LEVELS_CAP: usize = WARM_FRAME_CAP / 8;
 
 impl Warm {
-    pub(super) fn new() -> Warm {
+    pub(super) fn new(enabled: bool) -> Warm {
+        let room = |n: usize| if enabled { n } else { 0 };
         Warm {
-            frame: Vec::with_capacity(WARM_FRAME_CAP),
+            enabled,
+            frame: Vec::with_capacity(room(WARM_FRAME_CAP)),
             instrument: None,
             label: None,
-            updates: Vec::with_capacity(4096),
-            writer: WsWriter::new(Role::Client, 4096, 0x85EB_CA6B),
+            updates: Vec::with_capacity(room(WARM_LEVELS_CAP)),
+            writer: WsWriter::new(Role::Client, room(4096), 0x85EB_CA6B),
         }
     }
 
     /// Keeps `payload` (a change frame of `instrument` that decoded) if none is kept yet.
     #[inline(always)]
     pub(super) fn keep_first(&mut self, instrument: InstrumentId, payload: &[u8]) {
-        if self.instrument.is_none() {
+        if self.enabled && self.instrument.is_none() {
             self.keep(instrument, payload);
         }
     }
